@@ -1,0 +1,3 @@
+from compactcli.cli import main
+
+main()

@@ -1,0 +1,45 @@
+"""Exit codes (sysexits-style, see DESIGN.md 4) and the exceptions that carry them."""
+
+from __future__ import annotations
+
+OK = 0
+CHECK_FAILED = 1  # --check would change something, over --max-tokens, invalid conversation
+USAGE = 2
+DATA_ERR = 65  # bad input data
+UNAVAILABLE = 69  # summarizer / API unavailable
+IO_ERR = 74
+BUSY = 75  # file busy (being written, locked): retry later
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 ok; 1 check failed / over limit / invalid conversation; 2 usage error; "
+    "65 bad input data; 69 summarizer unavailable; 74 I/O error; 75 file busy, retry later."
+)
+
+
+class CompactError(Exception):
+    """An error that ends the processing of one file with a documented exit code."""
+
+    exit_code = IO_ERR
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class BadInput(CompactError):
+    """A line that is not a JSON object (message is `path:line: what`)."""
+
+    exit_code = DATA_ERR
+
+
+class Busy(CompactError):
+    """The file is locked by another writer or changed while it was processed."""
+
+    exit_code = BUSY
+
+
+class Unavailable(CompactError):
+    """The summarizer or token-counting API failed after retries."""
+
+    exit_code = UNAVAILABLE
