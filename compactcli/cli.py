@@ -1,0 +1,22 @@
+"""The compactcli command group: one thin command per layer."""
+
+from __future__ import annotations
+
+import click
+
+from compactcli import __version__
+from compactcli.commands.micro import micro
+from compactcli.errors import EXIT_CODES_HELP
+
+
+@click.group(epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="compactcli")
+def cli() -> None:
+    """Compact saved LLM-agent transcripts (JSONL): Anthropic Messages, Claude Code logs, OpenAI chat."""
+
+
+cli.add_command(micro)
+
+
+def main() -> None:
+    cli(prog_name="compactcli")

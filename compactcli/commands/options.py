@@ -1,0 +1,72 @@
+"""Options shared by the commands that read transcripts, so every command spells them the same way."""
+
+from __future__ import annotations
+
+import functools
+
+import click
+
+from compactcli import dialects
+from compactcli.transcript import ON_INVALID
+
+
+def input_options(func):
+    """Paths, discovery, dialect and bad-input handling."""
+
+    @click.argument("paths", nargs=-1, required=True, type=click.Path(allow_dash=True, exists=True))
+    @click.option("--glob", "glob", default="*.jsonl", show_default=True, help="Files to pick in folders.")
+    @click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(dialects.NAMES),
+        default=None,
+        help="Transcript dialect (default: detected per file).",
+    )
+    @click.option(
+        "--on-invalid",
+        type=click.Choice(ON_INVALID),
+        default="error",
+        show_default=True,
+        help="error: a bad line fails its file (exit 65); keep: pass bad lines through unchanged.",
+    )
+    @click.option("-j", "--jobs", type=click.IntRange(1), default=1, show_default=True)
+    @click.option("-v", "--verbose", is_flag=True, help="A line per file on stderr.")
+    @click.option("-q", "--quiet", is_flag=True, help="No summary line.")
+    @click.option("--json", "as_json", is_flag=True, help="One JSON object per file (stdout).")
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def write_options(func):
+    """Where results go and how carefully."""
+
+    @click.option(
+        "-o",
+        "--output",
+        type=click.Path(allow_dash=True, dir_okay=False),
+        default=None,
+        help="Write to this file ('-' = stdout) instead of in place; one input only.",
+    )
+    @click.option(
+        "--archive-dir",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Where originals are archived (default: .transcripts/ beside each file).",
+    )
+    @click.option("--check", is_flag=True, help="Change nothing; exit 1 if something would change.")
+    @click.option("--diff", is_flag=True, help="Change nothing; print a unified diff.")
+    @click.option("--dry-run", is_flag=True, help="Change nothing; list what would change.")
+    @click.option(
+        "--min-age",
+        type=click.FloatRange(0),
+        default=0,
+        help="Skip files modified less than SECONDS ago (an agent may still be writing).",
+    )
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+
+    return wrapper

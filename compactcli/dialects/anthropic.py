@@ -1,0 +1,51 @@
+"""Anthropic Messages: one {"role", "content"} message per line; blocks may be stringified SDK objects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from compactcli.dialects.base import (
+    Dialect,
+    ToolResult,
+    ToolUse,
+    blocks_tool_results,
+    blocks_tool_uses,
+    set_block_content,
+)
+from compactcli.dialects.sdk_repr import parse_sdk_repr
+
+
+def normalize_content(content: object) -> object:
+    """Content with stringified SDK blocks turned into dicts (a copy only where something changes)."""
+    if not isinstance(content, list):
+        return content
+    blocks = []
+    for block in content:
+        if isinstance(block, str):
+            block = parse_sdk_repr(block) or {"type": "text", "text": block}
+        blocks.append(block)
+    return blocks
+
+
+class AnthropicDialect(Dialect):
+    name = "anthropic"
+
+    def message(self, record: dict) -> dict | None:
+        return record if "role" in record else None
+
+    def normalize(self, record: dict) -> dict | None:
+        if "role" not in record:
+            return None
+        return {"role": record["role"], "content": normalize_content(record.get("content", ""))}
+
+    def tool_uses(self, record: dict) -> Iterator[ToolUse]:
+        return blocks_tool_uses(record.get("content"), parse_sdk_repr)
+
+    def tool_results(self, record: dict) -> list[ToolResult]:
+        return blocks_tool_results(record.get("content"))
+
+    def set_result_content(self, record: dict, slot: int, content: object) -> None:
+        set_block_content(record["content"], slot, content)
+
+
+ANTHROPIC = AnthropicDialect()

@@ -1,0 +1,102 @@
+"""OpenAI chat completions: system/user/assistant/tool messages; assistant tool_calls in two shapes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from compactcli.dialects.base import Dialect, ToolResult, ToolUse
+
+
+def call_name(call: dict) -> str:
+    function = call.get("function")
+    if isinstance(function, dict) and function.get("name"):
+        return str(function["name"])
+    return str(call.get("name") or "unknown")
+
+
+def call_arguments(call: dict) -> object:
+    """Arguments as an object: a JSON string (standard shape) or already an object (flattened shape)."""
+    function = call.get("function")
+    arguments = function.get("arguments") if isinstance(function, dict) else call.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            return {"arguments": arguments}
+    return arguments if arguments is not None else {}
+
+
+def _parts_to_blocks(content: object) -> object:
+    if not isinstance(content, list):
+        return content if content is not None else ""
+    blocks = []
+    for part in content:
+        if not isinstance(part, dict):
+            blocks.append({"type": "text", "text": str(part)})
+        elif part.get("type") == "image_url":
+            url = (part.get("image_url") or {}).get("url", "")
+            if url.startswith("data:") and ";base64," in url:
+                media, data = url[5:].split(";base64,", 1)
+                source = {"type": "base64", "media_type": media, "data": data}
+            else:
+                source = {"type": "url", "url": url}
+            blocks.append({"type": "image", "source": source})
+        else:
+            blocks.append(part)
+    return blocks
+
+
+class OpenAIDialect(Dialect):
+    name = "openai"
+
+    def message(self, record: dict) -> dict | None:
+        return record if "role" in record else None
+
+    def normalize(self, record: dict) -> dict | None:
+        role = record.get("role")
+        if role is None:
+            return None
+        content = _parts_to_blocks(record.get("content"))
+        if role in ("system", "developer"):
+            return {"role": "system", "content": content}
+        if role == "tool":
+            result = {
+                "type": "tool_result",
+                "tool_use_id": record.get("tool_call_id"),
+                "content": content,
+            }
+            return {"role": "user", "content": [result]}
+        calls = record.get("tool_calls") or []
+        if role != "assistant" or not calls:
+            return {"role": role, "content": content}
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) and content else []
+        if isinstance(content, list):
+            blocks.extend(content)
+        for call in calls:
+            if isinstance(call, dict):
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call.get("id"),
+                        "name": call_name(call),
+                        "input": call_arguments(call),
+                    }
+                )
+        return {"role": "assistant", "content": blocks}
+
+    def tool_uses(self, record: dict) -> Iterator[ToolUse]:
+        for call in record.get("tool_calls") or ():
+            if isinstance(call, dict) and isinstance(call.get("id"), str):
+                yield ToolUse(call["id"], call_name(call))
+
+    def tool_results(self, record: dict) -> list[ToolResult]:
+        if record.get("role") != "tool":
+            return []
+        return [ToolResult(record.get("tool_call_id"), -1, record.get("content"))]
+
+    def set_result_content(self, record: dict, slot: int, content: object) -> None:
+        record["content"] = content
+
+
+OPENAI = OpenAIDialect()

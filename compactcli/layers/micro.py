@@ -1,0 +1,120 @@
+"""Layer 1: replace the content of old tool results with a short placeholder (DESIGN.md 3, micro).
+
+Pure logic in steps, so a file can be streamed twice instead of held: `MicroIndex.add` sees every record
+once and remembers only small facts per tool result; `plan` decides which results to clear; `apply` clears
+them in one record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from compactcli.dialects import Dialect
+
+DEFAULT_PLACEHOLDER = "[Previous: used {tool_name}]"
+DEFAULT_PRESERVE = frozenset({"read_file", "Read"})
+# Results this short are remembered verbatim, so a placeholder already in place is recognised (idempotence).
+_REMEMBER_TEXT_UP_TO = 4096
+
+
+@dataclass(frozen=True)
+class MicroOptions:
+    keep: int = 3
+    min_chars: int = 100
+    preserve: frozenset[str] = DEFAULT_PRESERVE
+    placeholder: str = DEFAULT_PLACEHOLDER
+    clear_multimodal: bool = False
+    trigger_tokens: int = 0
+
+    def render(self, tool_name: str) -> str:
+        # str.replace, not format: a user's placeholder may contain other braces.
+        return self.placeholder.replace("{tool_name}", tool_name)
+
+
+@dataclass(slots=True)
+class ResultFact:
+    line: int
+    slot: int
+    tool_use_id: str | None
+    is_text: bool
+    chars: int
+    text: str | None  # the content when it is a short string
+
+
+def content_chars(content: object) -> int:
+    """Size of a result's content: string length, or the text and data lengths inside a list of blocks."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        total = 0
+        for block in content:
+            if isinstance(block, dict):
+                total += len(str(block.get("text", "")))
+                source = block.get("source")
+                if isinstance(source, dict):
+                    total += len(str(source.get("data", "")))
+            else:
+                total += len(str(block))
+        return total
+    return 0
+
+
+@dataclass
+class MicroIndex:
+    """What one pass over a transcript needs to remember to decide what micro clears."""
+
+    dialect: Dialect
+    tool_names: dict[str, str] = field(default_factory=dict)
+    results: dict[str, list[ResultFact]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._tracker = self.dialect.new_tracker()
+
+    def add(self, line: int, record: dict) -> None:
+        conversation = self._tracker.key(record)
+        for use in self.dialect.tool_uses(record):
+            self.tool_names.setdefault(use.id, use.name)
+        for result in self.dialect.tool_results(record):
+            content = result.content
+            is_text = isinstance(content, str)
+            short = content if is_text and len(content) <= _REMEMBER_TEXT_UP_TO else None
+            fact = ResultFact(line, result.slot, result.tool_use_id, is_text, content_chars(content), short)
+            self.results.setdefault(conversation, []).append(fact)
+
+    def tool_name(self, tool_use_id: str | None) -> str:
+        return self.tool_names.get(tool_use_id or "", "unknown")
+
+    @property
+    def result_count(self) -> int:
+        return sum(len(facts) for facts in self.results.values())
+
+
+Plan = dict[int, list[tuple[int, str]]]  # line -> [(slot, new content)]
+
+
+def plan(index: MicroIndex, options: MicroOptions) -> Plan:
+    """Which results to clear: all but the last `keep` of each conversation, less the exceptions."""
+    clears: Plan = {}
+    for facts in index.results.values():
+        if len(facts) <= options.keep:
+            continue
+        old = facts[: len(facts) - options.keep] if options.keep > 0 else facts
+        for fact in old:
+            if not fact.is_text and not options.clear_multimodal:
+                continue
+            if fact.chars <= options.min_chars:
+                continue
+            name = index.tool_name(fact.tool_use_id)
+            if name in options.preserve:
+                continue
+            placeholder = options.render(name)
+            if fact.text == placeholder:
+                continue  # already cleared by an earlier run
+            clears.setdefault(fact.line, []).append((fact.slot, placeholder))
+    return clears
+
+
+def apply(dialect: Dialect, record: dict, clears: Iterable[tuple[int, str]]) -> None:
+    for slot, placeholder in clears:
+        dialect.set_result_content(record, slot, placeholder)

@@ -1,0 +1,160 @@
+"""One transcript through one command: read, decide, then write in place (archived), to -o, or to stdout.
+
+A command supplies `analyze(file, display_path) -> Edit`; everything about destinations, locks, archives,
+--check/--diff/--dry-run and --min-age lives here, once.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from compactcli import errors, storage
+from compactcli.batch import BUSY, CHANGED, SKIPPED, STDIN, UNCHANGED, WOULD_CHANGE, Outcome
+
+STDOUT = "-"
+
+
+class Edit(Protocol):
+    """What a command decided for one file after its first read."""
+
+    stats: dict
+
+    @property
+    def changed(self) -> bool: ...
+
+    def write(self, source: BinaryIO, out: BinaryIO) -> None:
+        """Write the new content, reading the original again from the start of `source`."""
+
+    def describe(self, source: BinaryIO) -> Iterator[str]:
+        """Human lines for --dry-run."""
+
+    def diff(self, source: BinaryIO, name: str) -> Iterator[str]:
+        """A unified diff for --diff."""
+
+
+@dataclass(frozen=True)
+class FileSettings:
+    command: str
+    options: dict = field(default_factory=dict)  # recorded in the manifest
+    output: str | None = None  # None: in place (stdin goes to stdout); "-": stdout; else a path
+    archive_dir: str | None = None
+    check: bool = False
+    diff: bool = False
+    dry_run: bool = False
+    min_age: float = 0.0
+
+
+Analyze = Callable[[BinaryIO, str], Edit]
+
+
+class _CountingWriter:
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.written = 0
+
+    def write(self, data: bytes) -> int:
+        self.written += len(data)
+        return self.raw.write(data)
+
+
+def process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
+    if item == STDIN:
+        return _process_stdin(settings, analyze)
+    path = Path(item)
+    if settings.min_age and time.time() - path.stat().st_mtime < settings.min_age:
+        return Outcome(item, SKIPPED, message=f"{item}: modified less than {settings.min_age:g}s ago")
+    if settings.output is not None:
+        with open(path, "rb") as source:
+            return _to_output(item, source, settings, analyze)
+    return _in_place(item, path, settings, analyze)
+
+
+def _preview(item: str, source: BinaryIO, edit: Edit, settings: FileSettings) -> Outcome | None:
+    """The outcome of --check/--diff/--dry-run, or None when the file is to be written."""
+    if not (settings.check or settings.diff or settings.dry_run):
+        return None
+    status, code = (WOULD_CHANGE, errors.CHECK_FAILED if settings.check else errors.OK)
+    if not edit.changed:
+        status, code = UNCHANGED, errors.OK
+    text: list[str] = []
+    if edit.changed and settings.dry_run:
+        source.seek(0)
+        text.extend(edit.describe(source))
+    if edit.changed and settings.diff:
+        source.seek(0)
+        text.extend(edit.diff(source, item))
+    stats = dict(edit.stats)
+    if text:
+        stats["preview"] = "".join(line if line.endswith("\n") else line + "\n" for line in text)
+    return Outcome(item, status, code, stats=stats)
+
+
+def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -> Outcome:
+    archive_dir = Path(settings.archive_dir) if settings.archive_dir else None
+    with storage.file_lock(path, archive_dir):
+        state = storage.snapshot(path)
+        with open(path, "rb") as source:
+            edit = analyze(source, item)
+            preview = _preview(item, source, edit, settings)
+            if preview is not None:
+                return preview
+            if not edit.changed:
+                return Outcome(item, UNCHANGED, stats=edit.stats)
+            source.seek(0)
+            with storage.Replacement(path) as replacement:
+                edit.write(source, replacement.file)
+                record = replacement.commit_in_place(
+                    expected=state,
+                    archive_dir=archive_dir,
+                    command=settings.command,
+                    options=settings.options,
+                )
+    stats = dict(edit.stats, bytes_before=record.size_before, bytes_after=record.size_after)
+    stats["archive"] = record.archive
+    return Outcome(item, CHANGED, stats=stats)
+
+
+def _to_output(item: str, source: BinaryIO, settings: FileSettings, analyze: Analyze) -> Outcome:
+    edit = analyze(source, item)
+    preview = _preview(item, source, edit, settings)
+    if preview is not None:
+        return preview
+    source.seek(0)
+    if settings.output in (None, STDOUT):
+        out = _CountingWriter(sys.stdout.buffer)
+        _write(edit, source, out)
+        sys.stdout.buffer.flush()
+        written = out.written
+    else:
+        with storage.Replacement(Path(settings.output)) as replacement:
+            out = _CountingWriter(replacement.file)
+            _write(edit, source, out)
+            replacement.commit_new()
+            written = out.written
+    status = CHANGED if edit.changed else UNCHANGED
+    return Outcome(item, status, stats=dict(edit.stats, bytes_after=written))
+
+
+def _write(edit: Edit, source: BinaryIO, out: _CountingWriter) -> None:
+    if edit.changed:
+        edit.write(source, out)  # type: ignore[arg-type]
+    else:
+        shutil.copyfileobj(source, out)  # type: ignore[arg-type]
+
+
+def _process_stdin(settings: FileSettings, analyze: Analyze) -> Outcome:
+    # Spooled to a temp file: the commands read their input twice and must not hold it in memory.
+    with tempfile.TemporaryFile() as spool:
+        shutil.copyfileobj(sys.stdin.buffer, spool)
+        spool.seek(0)
+        return _to_output("<stdin>", spool, settings, analyze)
+
+
+__all__ = ["BUSY", "Edit", "FileSettings", "process"]
