@@ -6,6 +6,7 @@ import click
 
 from compactcli import __version__
 from compactcli.commands.micro import micro
+from compactcli.commands.restore import restore
 from compactcli.errors import EXIT_CODES_HELP
 
 
@@ -16,6 +17,7 @@ def cli() -> None:
 
 
 cli.add_command(micro)
+cli.add_command(restore)
 
 
 def main() -> None:
