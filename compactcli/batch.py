@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -95,6 +94,8 @@ def run(
 
     try:
         if jobs > 1 and len(items) > 1:
+            from concurrent.futures import ProcessPoolExecutor  # costs 20 ms of start-up; only here
+
             with ProcessPoolExecutor(max_workers=jobs) as pool:
                 for outcome in pool.map(_guarded, [worker] * len(items), items):
                     record(outcome)

@@ -8,7 +8,6 @@ written back with it too.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -16,15 +15,6 @@ import orjson
 
 class LineError(ValueError):
     """Why a line is not a JSON object (the caller adds file and line)."""
-
-
-@dataclass(frozen=True)
-class Style:
-    """How a line was serialized, so a changed line is written back the same way."""
-
-    spaced: bool = False  # json.dumps default separators (", ", ": ") rather than compact
-    ascii: bool = False  # non-ASCII escaped as \\uXXXX
-    stdlib: bool = False  # needed the stdlib parser: write with the stdlib too
 
 
 def loads(raw: bytes) -> tuple[Any, bool]:
@@ -51,18 +41,24 @@ def loads_object(raw: bytes) -> tuple[dict, bool]:
     return value, slow
 
 
-def detect_style(raw: bytes, needed_stdlib: bool) -> Style:
-    head = raw[:4096]
-    spaced = b'": ' in head or b'", "' in head
-    ascii_only = raw.isascii() and b"\\u" in raw
-    return Style(spaced=spaced, ascii=ascii_only, stdlib=needed_stdlib)
+def _is_spaced(raw: bytes) -> bool:
+    """Whether the line uses json.dumps' default ": " separator, judged by its first key."""
+    head = raw[:256].lstrip()
+    if not head.startswith(b'{"'):
+        return False
+    end = head.find(b'"', 2)
+    return end > 0 and head[end + 1 : end + 3] == b": "
 
 
-def dumps(value: Any, style: Style = Style()) -> bytes:
-    """Serialize without a trailing newline, in the given style."""
-    if not (style.spaced or style.ascii or style.stdlib):
-        return orjson.dumps(value)
-    separators = (", ", ": ") if style.spaced else (",", ":")
+def dumps_like(value: Any, raw: bytes, needed_stdlib: bool = False) -> bytes:
+    """Serialize `value` the way the line `raw` was written (separators, ASCII escapes), no newline."""
+    spaced = _is_spaced(raw)
+    if not spaced and not needed_stdlib:
+        out = orjson.dumps(value)
+        # Escaping only matters when the output has non-ASCII text and the original line had none.
+        if out.isascii() or not raw.isascii():
+            return out
+    separators = (", ", ": ") if spaced else (",", ":")
     # Lone surrogates cannot be encoded as UTF-8: escape everything on stdlib lines.
-    ensure_ascii = style.ascii or style.stdlib
+    ensure_ascii = needed_stdlib or raw.isascii()
     return json.dumps(value, ensure_ascii=ensure_ascii, separators=separators).encode("utf-8")

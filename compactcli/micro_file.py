@@ -1,44 +1,68 @@
-"""micro on one file: a first pass indexes the tool results, a second rewrites only the lines that change."""
+"""micro on one file: a first pass indexes the tool results, a second writes the result.
+
+Which results are old enough to clear is known only at the end of the first pass. So that the second pass
+need not parse lines again, the first pass already serializes every line that has a clearable result as it
+would be if cleared, into a small spool file (cleared lines are short); the second pass copies either the
+original line or the spooled one. The rare line whose final plan differs (a result among the last --keep, a
+tool name found only later in the file) is parsed again.
+"""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from compactcli import dialects
 from compactcli.dialects import Dialect
 from compactcli.layers.micro import MicroIndex, MicroOptions, Plan, apply, plan
-from compactcli.transcript import detect_dialect, dump_line, parse_line, read_lines
+from compactcli.transcript import detect_dialect, dump_line, parse_line
+
+_CHUNK = 1 << 20
 
 
 @dataclass
 class MicroEdit:
     path: str
     dialect: Dialect
-    index: MicroIndex
     clears: Plan
     on_invalid: str
     stats: dict
+    spool: BinaryIO | None = None
+    spooled: dict[int, tuple[int, int, list[tuple[int, str]]]] = field(default_factory=dict)
+    spans: dict[int, tuple[int, int]] = field(default_factory=dict)  # line -> (offset, length) in source
 
     @property
     def changed(self) -> bool:
         return bool(self.clears)
 
-    def _changed_lines(self, source: BinaryIO) -> Iterator[tuple[int, bytes, bytes | None]]:
-        """Every line as (number, original, replacement or None)."""
-        for number, raw in enumerate(source, 1):
-            todo = self.clears.get(number)
-            if todo is None:
-                yield number, raw, None
-                continue
-            line = parse_line(raw, self.path, number, self.on_invalid)
-            apply(self.dialect, line.record, todo)
-            yield number, raw, dump_line(line)
+    def close(self) -> None:
+        if self.spool is not None:
+            self.spool.close()
+
+    def _new_line(self, source: BinaryIO, number: int) -> tuple[int, int, bytes]:
+        """(offset, length) of a changed line in `source`, and what replaces it."""
+        offset, length = self.spans[number]
+        todo = self.clears[number]
+        spooled = self.spooled.get(number)
+        if spooled is not None and spooled[2] == todo and self.spool is not None:
+            self.spool.seek(spooled[0])
+            return offset, length, self.spool.read(spooled[1])
+        source.seek(offset)
+        line = parse_line(source.read(length), self.path, number, self.on_invalid)
+        apply(self.dialect, line.record, todo)
+        return offset, length, dump_line(line)
 
     def write(self, source: BinaryIO, out: BinaryIO) -> None:
-        for _, raw, new in self._changed_lines(source):
-            out.write(raw if new is None else new)
+        # Unchanged stretches are copied in large chunks rather than line by line.
+        position = 0
+        for number in sorted(self.clears):
+            offset, length, new = self._new_line(source, number)
+            _copy_range(source, out, position, offset)
+            out.write(new)
+            position = offset + length
+        _copy_range(source, out, position, None)
 
     def describe(self, source: BinaryIO) -> Iterator[str]:
         for number, todo in sorted(self.clears.items()):
@@ -49,11 +73,24 @@ class MicroEdit:
     def diff(self, source: BinaryIO, name: str) -> Iterator[str]:
         yield f"--- {name}\n"
         yield f"+++ {name}\n"
-        for number, raw, new in self._changed_lines(source):
-            if new is not None:
-                yield f"@@ -{number},1 +{number},1 @@\n"
-                yield "-" + _text_line(raw)
-                yield "+" + _text_line(new)
+        for number in sorted(self.clears):
+            offset, length, new = self._new_line(source, number)
+            source.seek(offset)
+            yield f"@@ -{number},1 +{number},1 @@\n"
+            yield "-" + _text_line(source.read(length))
+            yield "+" + _text_line(new)
+
+
+def _copy_range(source: BinaryIO, out: BinaryIO, start: int, end: int | None) -> None:
+    source.seek(start)
+    remaining = None if end is None else end - start
+    while remaining is None or remaining > 0:
+        chunk = source.read(_CHUNK if remaining is None else min(_CHUNK, remaining))
+        if not chunk:
+            break
+        out.write(chunk)
+        if remaining is not None:
+            remaining -= len(chunk)
 
 
 def _text_line(raw: bytes) -> str:
@@ -68,25 +105,46 @@ def analyze(
     options: MicroOptions,
     fmt: str | None = None,
     on_invalid: str = "error",
-    estimate=None,
+    estimator=None,
 ) -> MicroEdit:
-    """Read the file once and decide what micro clears. `estimate(dialect, lines)` backs --trigger-tokens."""
+    """Read the file once and decide what micro clears. `estimator(dialect)` backs --trigger-tokens."""
     dialect = dialects.get(fmt or detect_dialect(source))
     index = MicroIndex(dialect)
-    counter = estimate(dialect) if (estimate and options.trigger_tokens) else None
+    counter = estimator(dialect) if (estimator and options.trigger_tokens) else None
+    edit = MicroEdit(path, dialect, {}, on_invalid, {}, spool=tempfile.TemporaryFile())
+    spool = edit.spool
     lines = 0
-    for line in read_lines(source, path, on_invalid):
-        lines = line.number
-        if line.record is None:
-            continue
-        index.add(line.number, line.record)
-        if counter is not None:
-            counter.add(line.record)
-    stats: dict = {"dialect": dialect.name, "lines": lines, "tool_results": index.result_count}
-    clears: Plan = {}
+    offset = source.tell()
+    try:
+        for number, raw in enumerate(source, 1):
+            line = parse_line(raw, path, number, on_invalid)
+            lines, record = number, line.record
+            start, offset = offset, offset + len(raw)
+            if record is None:
+                continue
+            if counter is not None:
+                counter.add(record)
+            candidates = []
+            facts = index.add(line.number, record)
+            if facts:
+                edit.spans[line.number] = (start, len(line.raw))
+            for fact in facts:
+                if fact.tool_use_id in index.tool_names:
+                    placeholder = options.placeholder_for(fact, index.tool_names[fact.tool_use_id])
+                    if placeholder is not None:
+                        candidates.append((fact.slot, placeholder))
+            if candidates:
+                apply(dialect, record, candidates)  # the record is not needed any more
+                data = dump_line(line)
+                edit.spooled[line.number] = (spool.tell(), len(data), candidates)
+                spool.write(data)
+    except BaseException:
+        edit.close()
+        raise
+    edit.stats = {"dialect": dialect.name, "lines": lines, "tool_results": index.result_count}
     if counter is not None:
-        stats["tokens"] = counter.tokens
+        edit.stats["tokens"] = counter.tokens
     if counter is None or counter.tokens > options.trigger_tokens:
-        clears = plan(index, options)
-    stats["cleared"] = sum(len(todo) for todo in clears.values())
-    return MicroEdit(path, dialect, index, clears, on_invalid, stats)
+        edit.clears = plan(index, options)
+    edit.stats["cleared"] = sum(len(todo) for todo in edit.clears.values())
+    return edit

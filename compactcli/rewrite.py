@@ -38,6 +38,9 @@ class Edit(Protocol):
     def diff(self, source: BinaryIO, name: str) -> Iterator[str]:
         """A unified diff for --diff."""
 
+    def close(self) -> None:
+        """Release what the first read kept (temp files)."""
+
 
 @dataclass(frozen=True)
 class FileSettings:
@@ -65,6 +68,20 @@ class _CountingWriter:
 
 
 def process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
+    def analyze_and_close(source: BinaryIO, name: str) -> Edit:
+        edit = analyze(source, name)
+        opened.append(edit)
+        return edit
+
+    opened: list[Edit] = []
+    try:
+        return _process(item, settings, analyze_and_close)
+    finally:
+        for edit in opened:
+            edit.close()
+
+
+def _process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
     if item == STDIN:
         return _process_stdin(settings, analyze)
     path = Path(item)

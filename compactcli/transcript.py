@@ -50,8 +50,7 @@ def read_lines(f: BinaryIO, path: str, on_invalid: str = "error") -> Iterator[Li
 
 def dump_line(line: Line) -> bytes:
     """A changed record serialized the way its line was, with the same line ending."""
-    style = jsonio.detect_style(line.raw, line.slow)
-    return jsonio.dumps(line.record, style) + line_ending(line.raw)
+    return jsonio.dumps_like(line.record, line.raw, line.slow) + line_ending(line.raw)
 
 
 def detect_dialect(f: BinaryIO) -> str:

@@ -31,6 +31,15 @@ class MicroOptions:
         # str.replace, not format: a user's placeholder may contain other braces.
         return self.placeholder.replace("{tool_name}", tool_name)
 
+    def placeholder_for(self, fact: ResultFact, tool_name: str) -> str | None:
+        """What the result becomes if it is old enough to clear, or None when it is kept anyway."""
+        if not fact.is_text and not self.clear_multimodal:
+            return None
+        if fact.chars <= self.min_chars or tool_name in self.preserve:
+            return None
+        placeholder = self.render(tool_name)
+        return None if fact.text == placeholder else placeholder  # None: cleared by an earlier run
+
 
 @dataclass(slots=True)
 class ResultFact:
@@ -71,8 +80,10 @@ class MicroIndex:
     def __post_init__(self) -> None:
         self._tracker = self.dialect.new_tracker()
 
-    def add(self, line: int, record: dict) -> None:
+    def add(self, line: int, record: dict) -> list[ResultFact]:
+        """Remember the record's tool uses and results; returns the results' facts."""
         conversation = self._tracker.key(record)
+        added = []
         for use in self.dialect.tool_uses(record):
             self.tool_names.setdefault(use.id, use.name)
         for result in self.dialect.tool_results(record):
@@ -81,6 +92,8 @@ class MicroIndex:
             short = content if is_text and len(content) <= _REMEMBER_TEXT_UP_TO else None
             fact = ResultFact(line, result.slot, result.tool_use_id, is_text, content_chars(content), short)
             self.results.setdefault(conversation, []).append(fact)
+            added.append(fact)
+        return added
 
     def tool_name(self, tool_use_id: str | None) -> str:
         return self.tool_names.get(tool_use_id or "", "unknown")
@@ -101,17 +114,9 @@ def plan(index: MicroIndex, options: MicroOptions) -> Plan:
             continue
         old = facts[: len(facts) - options.keep] if options.keep > 0 else facts
         for fact in old:
-            if not fact.is_text and not options.clear_multimodal:
-                continue
-            if fact.chars <= options.min_chars:
-                continue
-            name = index.tool_name(fact.tool_use_id)
-            if name in options.preserve:
-                continue
-            placeholder = options.render(name)
-            if fact.text == placeholder:
-                continue  # already cleared by an earlier run
-            clears.setdefault(fact.line, []).append((fact.slot, placeholder))
+            placeholder = options.placeholder_for(fact, index.tool_name(fact.tool_use_id))
+            if placeholder is not None:
+                clears.setdefault(fact.line, []).append((fact.slot, placeholder))
     return clears
 
 
