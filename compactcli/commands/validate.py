@@ -1,0 +1,123 @@
+"""`compactcli validate`: is each transcript still a conversation the Messages API accepts?"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from functools import partial
+from typing import BinaryIO
+
+import click
+
+from compactcli import batch, dialects
+from compactcli.batch import FAILED, STDIN, Outcome
+from compactcli.commands.options import input_options
+from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP
+from compactcli.layers.validate import RULES, Validator
+from compactcli.report import Reporter
+from compactcli.transcript import detect_dialect, read_lines
+
+VALID, INVALID = "valid", "invalid"
+STDIN_NAME = "<stdin>"
+
+
+def check_stream(source: BinaryIO, path: str, fmt: str | None, on_invalid: str) -> Outcome:
+    """Validate one open, seekable file; its lines are read once, in order."""
+    dialect = dialects.get(fmt or detect_dialect(source))
+    validator = Validator(dialect)
+    lines = unreadable = 0
+    for line in read_lines(source, path, on_invalid):
+        lines = line.number
+        if line.record is not None:
+            validator.add(line.number, line.record)
+        elif line.raw.strip():
+            unreadable += 1  # passed over with --on-invalid keep
+    violations = validator.finish()
+    stats: dict = {
+        "dialect": dialect.name,
+        "lines": lines,
+        "messages": validator.messages,
+        "conversations": len(validator.conversations),
+        "unreadable_lines": unreadable,
+        "violations": [{"line": v.line, "rule": v.rule, "message": v.message} for v in violations],
+    }
+    if violations:
+        return Outcome(path, INVALID, CHECK_FAILED, f"{len(violations)} violations", stats)
+    return Outcome(path, VALID, stats=stats)
+
+
+def check_file(item: str, *, fmt: str | None, on_invalid: str) -> Outcome:
+    if item == STDIN:
+        # Spooled: detection reads ahead and seeks back, which a pipe cannot.
+        with tempfile.TemporaryFile() as spool:
+            shutil.copyfileobj(sys.stdin.buffer, spool)
+            spool.seek(0)
+            return check_stream(spool, STDIN_NAME, fmt, on_invalid)
+    with open(item, "rb") as source:
+        return check_stream(source, item, fmt, on_invalid)
+
+
+def violation_lines(outcome: Outcome) -> list[str]:
+    """`path:line: rule: message`, as compilers and linters print them."""
+    return [
+        f"{outcome.path}:{v['line']}: {v['rule']}: {v['message']}"
+        for v in outcome.stats.get("violations", ())
+    ]
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    """One line such as `2 files valid, 1 invalid, 1 failed`."""
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome.status] = counts.get(outcome.status, 0) + 1
+    valid = counts.get(VALID, 0)
+    parts = [f"{valid} file{'s' if valid != 1 else ''} valid", f"{counts.get(INVALID, 0)} invalid"]
+    if counts.get(FAILED):
+        parts.append(f"{counts[FAILED]} failed")
+    return ", ".join(parts)
+
+
+_RULES_HELP = "\n".join(f"  {name}: {meaning}" for name, meaning in RULES.items())
+
+HELP = f"""Check that transcripts are still valid Messages API conversations.
+
+PATHS are files, folders (searched for --glob) or '-' for stdin. Nothing is changed. Each violation
+is printed on stdout as `path:line: rule: message` (--json: one object per file instead); the
+summary goes to stderr.
+
+Consecutive messages of one role are one turn, as the API combines them. Each conversation is
+checked on its own; for Claude Code logs that is the main one from its last compaction on, and each
+sub-agent conversation.
+
+\b
+Rules:
+{_RULES_HELP}
+
+\b
+Accepted on purpose:
+  a conversation that starts with an assistant message (the first-party API takes it;
+    some platforms such as Amazon Bedrock do not);
+  tool uses of the last assistant turn without results (the next call supplies them);
+  OpenAI system and developer messages anywhere but inside a run of tool messages.
+"""
+
+
+@click.command(help=HELP, epilog=EXIT_CODES_HELP)
+@input_options
+def validate(paths, glob, fmt, on_invalid, jobs, verbose, quiet, as_json):
+    items = batch.discover(paths, glob)
+    if STDIN in items and len(items) > 1:
+        raise click.UsageError("'-' (stdin) cannot be combined with other inputs")
+    reporter = Reporter(verbose=verbose, quiet=quiet, as_json=as_json)
+
+    def report(outcome: Outcome) -> None:
+        if not as_json:
+            for text in violation_lines(outcome):
+                click.echo(text)
+        reporter.outcome(outcome)
+
+    worker = partial(check_file, fmt=fmt, on_invalid=on_invalid)
+    outcomes = batch.run(items, worker, jobs=jobs, on_outcome=report)
+    reporter.summary(summary(outcomes))
+    raise SystemExit(batch.exit_code(outcomes))

@@ -1,0 +1,324 @@
+"""Is a transcript still a conversation the Messages API accepts? (DESIGN.md 1, validate)
+
+Checked, per conversation (Claude Code: the main one from its last compaction on, and each sub-agent
+conversation on its own; other records such as system, progress or summary lines are skipped):
+
+- Consecutive messages of one role form one turn, as the API combines them (user, user is one turn;
+  so is one Claude Code response split over several assistant records).
+- Anthropic and Claude Code: roles are user and assistant. A tool_result answers a tool_use of the
+  assistant turn right before it; every tool_use is answered in the next user turn, once, by id.
+  Tool uses of the last assistant turn may stay unanswered: the next call supplies their results.
+- Anthropic: inside one user message, tool_result blocks come before any other block (the API refuses
+  text first). Claude Code is not held to this: it moves results to the front itself when it sends them.
+- OpenAI: tool messages follow directly (several in a row for parallel calls) the assistant message
+  whose tool_calls carry their tool_call_id; every call is answered before the next non-tool message.
+  system and developer messages are allowed anywhere else, as chat completions accepts them; the
+  legacy `function` role is accepted without pairing checks.
+
+Not violations, on purpose:
+- A conversation that starts with an assistant turn (a compaction summary often does). The Messages API
+  reference puts no rule on the first message and the first-party API accepts an assistant first; only
+  some platforms (Amazon Bedrock) still answer `first message must use the "user" role`.
+- Claude Code API-error notices (`isApiErrorMessage`, model `<synthetic>`): they are assistant text with
+  no tool use, so they merge into the turn around them without breaking any pairing.
+
+Memory: per conversation, the tool ids of the open turn and the one before it (and the violations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from compactcli.dialects import CLAUDE_CODE, OPENAI, Dialect
+from compactcli.dialects.claude_code import is_compact_boundary
+
+USER, ASSISTANT = "user", "assistant"
+OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+# Rule names, as printed; each with what it means.
+RULES = {
+    "not-a-message": "a line of an anthropic or openai file that is not a message (no role)",
+    "invalid-role": "a message role the dialect does not have",
+    "orphan-tool-result": "a tool result that answers no tool use of the assistant turn right before it",
+    "missing-tool-result": "a tool use that the next user turn does not answer",
+    "duplicate-tool-result": "a tool use answered more than once",
+    "duplicate-tool-use": "two tool uses with one id in one assistant turn",
+    "tool-result-without-id": "a tool result that names no tool use",
+    "tool-use-without-id": "a tool use without an id",
+    "misplaced-tool-block": "a tool_use in a user message or a tool_result in an assistant message",
+    "tool-result-not-first": "a user message with other content before its tool_result blocks",
+}
+
+
+@dataclass(frozen=True)
+class Violation:
+    line: int  # 1-based line of the offending record
+    rule: str  # a key of RULES
+    message: str
+
+
+@dataclass
+class _Turns:
+    """Anthropic-shaped turns of one conversation: the open turn and the tool uses it must answer."""
+
+    out: list[Violation]
+    check_order: bool  # tool_result blocks first inside one user message
+    role: str | None = None
+    # Assistant turn open: its tool uses (id -> line). User turn open: those of the turn before it.
+    uses: dict[str, int] = field(default_factory=dict)
+    uses_line: int = 0  # first line of the assistant turn that made `uses`
+    answered: set[str] = field(default_factory=set)
+
+    def add(self, line: int, message: dict) -> None:
+        """One Anthropic-shaped message {"role", "content"}."""
+        role, content = message.get("role"), message.get("content")
+        if role not in (USER, ASSISTANT):
+            self.out.append(
+                Violation(line, "invalid-role", f"role {role!r}: only user and assistant are allowed")
+            )
+            return
+        if role != self.role:
+            self._begin(line, role)
+        blocks = content if isinstance(content, list) else []
+        if role == ASSISTANT:
+            self._assistant(line, blocks)
+        else:
+            self._user(line, blocks)
+
+    def _begin(self, line: int, role: str) -> None:
+        if role == ASSISTANT:
+            self._report_unanswered()
+            self.uses = {}
+            self.uses_line = line
+        self.answered = set()
+        self.role = role
+
+    def _report_unanswered(self) -> None:
+        """Called when the user turn after an assistant turn is over."""
+        if self.role != USER:
+            return
+        for use_id, use_line in self.uses.items():
+            self.out.append(
+                Violation(
+                    use_line,
+                    "missing-tool-result",
+                    f"tool_use {use_id} is not answered in the next user turn",
+                )
+            )
+        self.uses = {}
+
+    def _assistant(self, line: int, blocks: list) -> None:
+        for block in blocks:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "tool_use":
+                use_id = block.get("id")
+                if not isinstance(use_id, str) or not use_id:
+                    self.out.append(Violation(line, "tool-use-without-id", "tool_use has no id"))
+                elif use_id in self.uses:
+                    self.out.append(
+                        Violation(
+                            line,
+                            "duplicate-tool-use",
+                            f"tool_use id {use_id} already used on line {self.uses[use_id]}",
+                        )
+                    )
+                else:
+                    self.uses[use_id] = line
+            elif kind == "tool_result":
+                self.out.append(
+                    Violation(line, "misplaced-tool-block", "tool_result in an assistant message")
+                )
+
+    def _user(self, line: int, blocks: list) -> None:
+        other_before = False
+        for block in blocks:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "tool_result":
+                if other_before and self.check_order:
+                    self.out.append(
+                        Violation(
+                            line,
+                            "tool-result-not-first",
+                            "tool_result after other content in the same user message",
+                        )
+                    )
+                    other_before = False  # once per message
+                self._result(line, block.get("tool_use_id"))
+            else:
+                other_before = True
+                if kind == "tool_use":
+                    self.out.append(Violation(line, "misplaced-tool-block", "tool_use in a user message"))
+
+    def _result(self, line: int, use_id: object) -> None:
+        if not isinstance(use_id, str) or not use_id:
+            self.out.append(Violation(line, "tool-result-without-id", "tool_result has no tool_use_id"))
+        elif use_id in self.answered:
+            self.out.append(
+                Violation(line, "duplicate-tool-result", f"tool_use {use_id} is already answered")
+            )
+        elif use_id in self.uses:
+            del self.uses[use_id]
+            self.answered.add(use_id)
+        else:
+            where = f"line {self.uses_line}" if self.uses_line else "none: no assistant turn yet"
+            self.out.append(
+                Violation(
+                    line,
+                    "orphan-tool-result",
+                    f"tool_result for {use_id} answers no tool_use of the assistant turn before it ({where})",
+                )
+            )
+
+
+@dataclass
+class _ToolCalls:
+    """OpenAI chat: tool messages right after the assistant message whose tool_calls they answer."""
+
+    out: list[Violation]
+    calls: dict[str, int] = field(default_factory=dict)  # open tool calls: id -> line
+    calls_line: int = 0
+    in_block: bool = False  # the last message was an assistant with tool_calls, or a tool message
+    answered: set[str] = field(default_factory=set)
+
+    def add(self, line: int, record: dict) -> None:
+        """One chat-completions message as it is in the file."""
+        role = record.get("role")
+        if role not in OPENAI_ROLES:
+            allowed = ", ".join(sorted(OPENAI_ROLES))
+            self.out.append(Violation(line, "invalid-role", f"role {role!r}: allowed are {allowed}"))
+            return
+        if role == "tool":
+            self._result(line, record.get("tool_call_id"))
+            return
+        self._close(line)
+        if role == "assistant":
+            self._assistant(line, record.get("tool_calls"))
+
+    def _close(self, line: int) -> None:
+        for call_id, call_line in self.calls.items():
+            self.out.append(
+                Violation(
+                    call_line,
+                    "missing-tool-result",
+                    f"tool call {call_id} has no tool message before line {line}",
+                )
+            )
+        self.calls = {}
+        self.answered = set()
+        self.in_block = False
+
+    def _assistant(self, line: int, tool_calls: object) -> None:
+        if not isinstance(tool_calls, list) or not tool_calls:
+            return
+        self.calls_line = line
+        self.in_block = True
+        for call in tool_calls:
+            call_id = call.get("id") if isinstance(call, dict) else None
+            if not isinstance(call_id, str) or not call_id:
+                self.out.append(Violation(line, "tool-use-without-id", "tool call has no id"))
+            elif call_id in self.calls:
+                self.out.append(
+                    Violation(line, "duplicate-tool-use", f"tool call id {call_id} appears twice")
+                )
+            else:
+                self.calls[call_id] = line
+
+    def _result(self, line: int, call_id: object) -> None:
+        if not isinstance(call_id, str) or not call_id:
+            self.out.append(Violation(line, "tool-result-without-id", "tool message has no tool_call_id"))
+        elif not self.in_block:
+            self.out.append(
+                Violation(
+                    line,
+                    "orphan-tool-result",
+                    f"tool message for {call_id} does not follow an assistant message with "
+                    "tool_calls (or its other tool messages)",
+                )
+            )
+        elif call_id in self.answered:
+            self.out.append(
+                Violation(line, "duplicate-tool-result", f"tool call {call_id} is already answered")
+            )
+        elif call_id in self.calls:
+            del self.calls[call_id]
+            self.answered.add(call_id)
+        else:
+            self.out.append(
+                Violation(
+                    line,
+                    "orphan-tool-result",
+                    f"tool message for {call_id} answers no tool call of the assistant message "
+                    f"on line {self.calls_line}",
+                )
+            )
+
+
+class Validator:
+    """Feed records in file order with `add`; `finish` returns the violations, sorted by line."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        self._openai = dialect.name == OPENAI.name
+        self._claude_code = dialect.name == CLAUDE_CODE.name
+        self._tracker = dialect.new_tracker()
+        # Per conversation: its checker and what it found (dropped when a compaction starts it anew).
+        self._checkers: dict[str, _Turns | _ToolCalls] = {}
+        self._found: dict[str, list[Violation]] = {}
+        self.messages = 0  # messages checked
+        self.conversations: set[str] = set()
+
+    def _checker(self, key: str) -> _Turns | _ToolCalls:
+        checker = self._checkers.get(key)
+        if checker is None:
+            out = self._found.setdefault(key, [])
+            if self._openai:
+                checker = _ToolCalls(out)
+            else:
+                checker = _Turns(out, check_order=not self._claude_code)
+            self._checkers[key] = checker
+        return checker
+
+    def _restart(self, key: str) -> None:
+        """The active context starts here: what came before is no longer sent."""
+        self._checkers.pop(key, None)
+        self._found.pop(key, None)
+
+    def add(self, line: int, record: dict) -> None:
+        key = self._tracker.key(record)
+        if self._claude_code:
+            if is_compact_boundary(record):
+                self._restart(key)
+                return
+            if record.get("type") == USER and record.get("isCompactSummary") is True:
+                # Older Claude Code writes the summary without a boundary record before it.
+                self._restart(key)
+        if not self._claude_code and "role" not in record:
+            # One message per line in these dialects: anything else would be sent as garbage.
+            self._found.setdefault(key, []).append(Violation(line, "not-a-message", "record has no role"))
+            return
+        if self._openai:
+            self._count(key)
+            self._checker(key).add(line, record)
+            return
+        message = self.dialect.normalize(record)
+        if message is not None:
+            self._count(key)
+            self._checker(key).add(line, message)
+
+    def _count(self, key: str) -> None:
+        self.messages += 1
+        self.conversations.add(key)
+
+    def finish(self) -> list[Violation]:
+        # Tool uses of each conversation's last assistant turn may stay open: the next call answers them.
+        found = [v for violations in self._found.values() for v in violations]
+        return sorted(found, key=lambda v: v.line)
+
+
+def validate_records(dialect: Dialect, records: Iterable[tuple[int, dict]]) -> list[Violation]:
+    """Violations of the Messages API rules in (line number, record) pairs, sorted by line."""
+    validator = Validator(dialect)
+    for line, record in records:
+        validator.add(line, record)
+    return validator.finish()
