@@ -7,6 +7,7 @@ import click
 from compactcli import __version__
 from compactcli.commands.micro import micro
 from compactcli.commands.restore import restore
+from compactcli.commands.validate import validate
 from compactcli.errors import EXIT_CODES_HELP
 
 
@@ -18,6 +19,7 @@ def cli() -> None:
 
 cli.add_command(micro)
 cli.add_command(restore)
+cli.add_command(validate)
 
 
 def main() -> None:
