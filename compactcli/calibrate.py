@@ -1,0 +1,226 @@
+"""Measure the token estimators against the usage recorded in Claude Code sessions.
+
+Each assistant record of a Claude Code session carries the ``usage`` of its model call; the
+context the model saw is ``input_tokens + cache_creation_input_tokens +
+cache_read_input_tokens``. Between two consecutive calls the context grows by what came in
+between: the previous response and the user messages that followed. That growth, recorded,
+is compared with the growth of each estimator over the same messages. (The system prompt and
+tool definitions are in every call and cancel out.)
+
+Rules:
+
+* The main conversation (``isSidechain`` false) is walked in file order; a file with only
+  sidechain records (a sub-agent's own file) is walked as its own conversation.
+* One response split over several assistant records sharing ``message.id`` is one call.
+  Assistant records of no call (``isApiErrorMessage``, model ``<synthetic>``) are not sent to
+  the model and are left out.
+* A compaction (a ``compact_boundary`` system record or an ``isCompactSummary`` user record)
+  restarts the context: no interval spans it.
+* An interval is not counted when a line inside it is not JSON (its content is unknown), or
+  when the recorded growth is below MIN_GROWTH tokens: the context shrank, or the growth is so
+  small that the fixed cost of a tool call's framing and the model's unlogged extras (system
+  reminders, thinking that was not written down) swamp the relative error.
+
+Error of an interval = (estimated growth - recorded growth) / recorded growth.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from compactcli.tokens import HeuristicCounter, SeedCounter, starts_turn, thinking_persists
+
+MIN_GROWTH = 200
+METHODS = ("seed", "heuristic")
+# Upper edges of the error histogram (absolute relative error).
+BUCKETS = (0.05, 0.10, 0.20, 0.30, 0.50, 1.00)
+
+
+class Estimator(Protocol):
+    def add(self, message: Any) -> None: ...
+    def reset(self) -> None: ...
+    @property
+    def tokens(self) -> Any: ...
+
+
+def _heuristic() -> Estimator:
+    return HeuristicCounter()
+
+
+ESTIMATORS: Mapping[str, Callable[[], Estimator]] = {"seed": SeedCounter, "heuristic": _heuristic}
+
+
+@dataclass
+class Interval:
+    """The messages between two consecutive model calls."""
+
+    line: int  # 1-based line of the record of the call that ends the interval
+    recorded: int  # growth of the recorded context
+    estimated: dict[str, Any] = field(default_factory=dict)  # growth per estimator
+    skip: str | None = None  # why it is not counted: "torn", "shrank", "small"
+
+
+def read_records(path: Path) -> list[dict | None]:
+    """The records of a JSONL file; None for a line that is not a JSON object."""
+    records: list[dict | None] = []
+    with open(path, "rb") as handle:
+        for raw in handle:
+            try:
+                record = json.loads(raw)
+            except (ValueError, RecursionError):
+                record = None
+            records.append(record if isinstance(record, dict) else None)
+    return records
+
+
+def _context(usage: object) -> int:
+    if not isinstance(usage, dict):
+        return 0
+    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    return sum(v for k in keys if isinstance(v := usage.get(k), int))
+
+
+def _is_chat(record: dict) -> bool:
+    return record.get("type") in ("user", "assistant") and isinstance(record.get("message"), dict)
+
+
+def walk(
+    records: Iterable[dict | None],
+    estimators: Mapping[str, Callable[[], Estimator]] = ESTIMATORS,
+    min_growth: int = MIN_GROWTH,
+) -> list[Interval]:
+    """The intervals between consecutive model calls of one session, with estimated growth."""
+    records = list(records)
+    sidechain = not any(r and _is_chat(r) and not r.get("isSidechain") for r in records)
+    counters = {name: make() for name, make in estimators.items()}
+    intervals: list[Interval] = []
+    last: tuple[int, dict[str, Any]] | None = None  # (recorded context, estimates) at last call
+    call_id: object = None
+    keep_thinking = True
+    torn = False  # a line since the last call is unreadable
+    torn_turn = False  # a line since the turn started is unreadable
+
+    def restart() -> None:
+        nonlocal last, call_id, torn, torn_turn
+        for counter in counters.values():
+            counter.reset()
+        last, call_id, torn, torn_turn = None, None, False, False
+
+    for line, record in enumerate(records, 1):
+        if record is None:
+            torn = torn_turn = True
+            continue
+        if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
+            restart()
+            continue
+        if not _is_chat(record) or bool(record.get("isSidechain")) != sidechain:
+            continue
+        message = record["message"]
+        if record.get("isCompactSummary"):
+            restart()
+        if starts_turn(message):
+            # A model that drops the thinking of earlier turns drops it now: unknown if a line
+            # of the turn was unreadable.
+            torn = torn or (torn_turn and not keep_thinking)
+            torn_turn = False
+        if record["type"] == "assistant":
+            if record.get("isApiErrorMessage") or message.get("model") == "<synthetic>":
+                continue
+            keep_thinking = thinking_persists(message.get("model"))
+            _set_model(counters, keep_thinking)
+            context = _context(message.get("usage"))
+            if context and message.get("id") != call_id:
+                now = {name: counter.tokens for name, counter in counters.items()}
+                if last is not None:
+                    growth = context - last[0]
+                    estimated = {name: now[name] - last[1][name] for name in now}
+                    intervals.append(Interval(line, growth, estimated, _skip(growth, torn, min_growth)))
+                last, call_id, torn = (context, now), message.get("id"), False
+        for counter in counters.values():
+            counter.add(message)
+    return intervals
+
+
+def _set_model(counters: Mapping[str, Estimator], keep: bool) -> None:
+    for counter in counters.values():
+        if hasattr(counter, "keep_thinking"):
+            counter.keep_thinking = keep
+
+
+def _skip(growth: int, torn: bool, min_growth: int) -> str | None:
+    if torn:
+        return "torn"
+    if growth < 0:
+        return "shrank"
+    if growth < min_growth:
+        return "small"
+    return None
+
+
+def errors(intervals: Iterable[Interval], method: str) -> list[float]:
+    """Relative errors of one method over the counted intervals."""
+    return [(iv.estimated[method] - iv.recorded) / iv.recorded for iv in intervals if iv.skip is None]
+
+
+def summarize(errs: list[float], recorded: int = 0, estimated: float = 0) -> dict[str, Any]:
+    """Median, worst and spread of relative errors; total = error of the summed growth."""
+    if not errs:
+        return {"n": 0, "median": None, "worst": None}
+    absolute = sorted(abs(e) for e in errs)
+    histogram: dict[str, int] = {}
+    low = 0.0
+    for edge in (*BUCKETS, float("inf")):
+        label = f"<{edge:.0%}" if edge != float("inf") else f">={low:.0%}"
+        histogram[label] = sum(1 for e in absolute if low <= e < edge)
+        low = edge
+    return {
+        "n": len(errs),
+        "median": statistics.median(absolute),
+        "worst": absolute[-1],
+        "p90": absolute[min(len(absolute) - 1, int(0.9 * len(absolute)))],
+        "bias": statistics.median(errs),  # signed: > 0 means the estimate runs high
+        "total": (estimated - recorded) / recorded if recorded else None,
+        "histogram": histogram,
+    }
+
+
+def _report(intervals: list[Interval]) -> dict[str, Any]:
+    counted = [iv for iv in intervals if iv.skip is None]
+    recorded = sum(iv.recorded for iv in counted)
+    out: dict[str, Any] = {}
+    for method in METHODS:
+        estimated = sum(iv.estimated[method] for iv in counted)
+        out[method] = summarize(errors(counted, method), recorded, estimated)
+    out["skipped"] = dict(Counter(iv.skip for iv in intervals if iv.skip))
+    return out
+
+
+def calibrate(paths: list[Path], min_growth: int = MIN_GROWTH) -> dict[str, Any]:
+    """Errors of each estimator against recorded usage, over all files and per file.
+
+    Returns {"seed": stats, "heuristic": stats, "skipped": {reason: count},
+    "files": {path: {"seed": stats, "heuristic": stats, "skipped": ...}}, "min_growth": N},
+    where stats = {"n", "median", "worst", "p90", "bias", "total", "histogram"}
+    (see :func:`summarize`; median and worst are None when n is 0).
+    """
+    every: list[Interval] = []
+    files: dict[str, Any] = {}
+    for path in paths:
+        intervals = walk(read_records(path), min_growth=min_growth)
+        files[str(path)] = _report(intervals)
+        every.extend(intervals)
+    result = _report(every)
+    result["files"] = files
+    result["min_growth"] = min_growth
+    return result
+
+
+def session_files(folder: Path) -> Iterator[Path]:
+    """The *.jsonl files under a folder, in a stable order."""
+    yield from sorted(p for p in folder.rglob("*.jsonl") if p.is_file())
