@@ -143,11 +143,13 @@ def _bytes_cost(raw: bytes) -> float:
     cost = LETTER * letters + SPACE * spaces + DENSE_RUN * classes.count(b"dddd")
     if raw.isascii():
         return cost + DENSE * (len(raw) - letters - spaces)
-    two = classes.count(b"2")
-    symbol = classes.count(b"y")
-    cjk = classes.count(b"k")
-    four = classes.count(b"4")
-    dense = len(raw) - letters - spaces - two - symbol - cjk - four - classes.count(b"c")
+    # Non-ASCII is usually sparse: count its classes in what is left without the ASCII ones.
+    rest = classes.translate(None, b"LSd")
+    two = rest.count(b"2")
+    symbol = rest.count(b"y")
+    cjk = rest.count(b"k")
+    four = rest.count(b"4")
+    dense = len(raw) - len(rest) - letters - spaces
     return cost + DENSE * dense + TWO_BYTE * two + SYMBOL * symbol + CJK * cjk + FOUR_BYTE * four
 
 
@@ -337,7 +339,11 @@ def _content_cost(content: Any, acc: list[float], category: int) -> None:
             continue
         kind = block.get("type")
         if kind == "text":
-            acc[category] += _text_cost(block.get("text"))
+            text = block.get("text")
+            if text.__class__ is str and text.isascii():  # the common case, without a call
+                acc[category] += _bytes_cost(text.encode())
+            else:
+                acc[category] += _text_cost(text)
         elif kind == "tool_result":
             acc[_TOOL_OUT] += TOOL_RESULT_OVERHEAD
             _content_cost(block.get("content"), acc, _TOOL_OUT)
