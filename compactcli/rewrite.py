@@ -87,7 +87,7 @@ def _process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
     path = Path(item)
     if settings.min_age and time.time() - path.stat().st_mtime < settings.min_age:
         return Outcome(item, SKIPPED, message=f"{item}: modified less than {settings.min_age:g}s ago")
-    if settings.output is not None:
+    if settings.output is not None or settings.check or settings.diff or settings.dry_run:
         with open(path, "rb") as source:
             return _to_output(item, source, settings, analyze)
     return _in_place(item, path, settings, analyze)
@@ -118,10 +118,12 @@ def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -
     with storage.file_lock(path, archive_dir):
         state = storage.snapshot(path)
         with open(path, "rb") as source:
-            edit = analyze(source, item)
-            preview = _preview(item, source, edit, settings)
-            if preview is not None:
-                return preview
+            try:
+                edit = analyze(source, item)
+            except errors.BadInput:
+                if storage.snapshot(path) != state:
+                    raise errors.Busy(f"{item}: busy: changed while it was processed") from None
+                raise
             if not edit.changed:
                 return Outcome(item, UNCHANGED, stats=edit.stats)
             source.seek(0)

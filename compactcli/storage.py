@@ -208,17 +208,9 @@ def archive_copy(
 def _archive_copy(path: Path, archive_dir: Path, clock: Callable[[], datetime]) -> tuple[Path, str, int]:
     folder = _ensure_private_dir(archive_dir).resolve()
     sha, size = _hash_file(path)
-    for _ in range(_NAME_ATTEMPTS):
-        target = folder / archive_name(path.stem, clock(), sha)
-        try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        except FileExistsError:
-            time.sleep(1e-6)  # a fresh timestamp gives a fresh name
-            continue
-        os.fchmod(fd, 0o600)  # the open mode is masked by the umask
-        break
-    else:
-        raise FileExistsError(errno.EEXIST, "no free archive name", str(target))
+    fd, partial = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".partial", dir=folder)
+    os.fchmod(fd, 0o600)
+    target = Path(partial)
     try:
         h = hashlib.sha256()
         copied = 0
@@ -231,12 +223,23 @@ def _archive_copy(path: Path, archive_dir: Path, clock: Callable[[], datetime]) 
             os.fsync(dst.fileno())
         if h.hexdigest() != sha or copied != size:
             raise Busy(f"{path}: busy: changed while it was processed")
+        for _ in range(_NAME_ATTEMPTS):
+            final = folder / archive_name(path.stem, clock(), sha)
+            try:
+                os.link(target, final)
+            except FileExistsError:
+                time.sleep(1e-6)
+                continue
+            break
+        else:
+            raise FileExistsError(errno.EEXIST, "no free archive name", str(final))
+        os.unlink(target)
         _fsync_dir(folder)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(target)
         raise
-    return target, sha, size
+    return final, sha, size
 
 
 def append_manifest(archive_dir: Path, record: ArchiveRecord) -> None:
@@ -409,6 +412,9 @@ class Replacement:
                     with contextlib.suppress(OSError):
                         os.unlink(archived)
                     raise
+                # The manifest fsync takes time: an append during it must not be replaced away.
+                # The archive stays: the manifest line names it.
+                self._require_unchanged(expected)
                 self._replace()
                 return record
         finally:
