@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import click
 
@@ -11,12 +12,12 @@ from compactcli.batch import STDIN, Outcome
 from compactcli.report import Reporter
 
 
-def find_inputs(paths: tuple[str, ...], glob: str, archive_dir: str | None, output: str | None):
-    from pathlib import Path
-
+def find_inputs(paths: tuple[str, ...], glob: str, archive_dir: str | None, output: str | None) -> list[str]:
     items = batch.discover(paths, glob, Path(archive_dir) if archive_dir else None)
     if output is not None and len(items) != 1:
         raise click.UsageError(f"-o/--output takes exactly one input file, got {len(items)}")
+    if output not in (None, STDIN) and items[0] != STDIN and Path(output).resolve() == Path(items[0]).resolve():
+        raise click.UsageError("-o names the input itself: leave -o out to rewrite in place (archived)")
     if STDIN in items and len(items) > 1:
         raise click.UsageError("'-' (stdin) cannot be combined with other inputs")
     return items
