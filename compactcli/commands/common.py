@@ -16,7 +16,8 @@ def find_inputs(paths: tuple[str, ...], glob: str, archive_dir: str | None, outp
     items = batch.discover(paths, glob, Path(archive_dir) if archive_dir else None)
     if output is not None and len(items) != 1:
         raise click.UsageError(f"-o/--output takes exactly one input file, got {len(items)}")
-    if output not in (None, STDIN) and items[0] != STDIN and Path(output).resolve() == Path(items[0]).resolve():
+    same_file = output not in (None, STDIN) and items[0] != STDIN
+    if same_file and Path(output).resolve() == Path(items[0]).resolve():
         raise click.UsageError("-o names the input itself: leave -o out to rewrite in place (archived)")
     if STDIN in items and len(items) > 1:
         raise click.UsageError("'-' (stdin) cannot be combined with other inputs")
