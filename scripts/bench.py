@@ -1,0 +1,529 @@
+"""Time `compactcli micro` on a large transcript against two baselines, and check start-up costs.
+
+Every command runs in its own subprocess (same interpreter), so start-up is paid by all alike; wall time,
+CPU time and peak RSS come from os.wait4 on that one child. Commands are run round-robin, --repeat times,
+and medians are reported (the machine may be noisy).
+
+    (a) compactcli micro: in place (archived), -o FILE, and -o - into a file
+    (b) orjson loop: orjson.loads + orjson.dumps of every line, written out
+    (c) stdlib in memory: the same rule as micro with json.loads/json.dumps, all lines held in a list
+
+micro's output is checked against (c) line by line (json.loads equal), so both do the same work.
+
+    .venv/bin/python scripts/bench.py --mb 100 [--dialect all] [--workdir DIR] [--repeat 3] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_big  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET_VS_ORJSON = 1.0  # micro time / orjson loop time, at most
+TARGET_VS_STDLIB = 3.0  # stdlib time / micro time, at least
+TARGET_RSS_MB = 150.0
+
+ORJSON_LOOP = """
+import sys, orjson
+with open(sys.argv[1], "rb") as src, open(sys.argv[2], "wb") as out:
+    for line in src:
+        out.write(orjson.dumps(orjson.loads(line)))
+        out.write(b"\\n")
+"""
+
+# The micro rule (DESIGN.md 3) written plainly: all records in memory, the stdlib json module.
+STDLIB_MICRO = """
+import json, sys
+src, dst, dialect = sys.argv[1:4]
+KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read"}
+PLACEHOLDER = "[Previous: used {tool_name}]"
+with open(src, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+
+def content_of(record):
+    if dialect == "claude-code":
+        message = record.get("message")
+        if record.get("type") in ("user", "assistant") and isinstance(message, dict):
+            return message.get("content")
+        return None
+    return record.get("content")
+
+def conversation(record):
+    if dialect == "claude-code" and record.get("isSidechain") is True:
+        return "agent:" + str(record.get("agentId"))
+    return "main"
+
+names, results = {}, {}
+for i, record in enumerate(records):
+    content = content_of(record)
+    if not isinstance(content, list):
+        continue
+    for j, block in enumerate(content):
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind in ("tool_use", "server_tool_use") and isinstance(block.get("id"), str):
+            names.setdefault(block["id"], str(block.get("name", "unknown")))
+        elif kind == "tool_result":
+            results.setdefault(conversation(record), []).append((i, j))
+
+for found in results.values():
+    for i, j in found[: max(len(found) - KEEP, 0)]:
+        block = content_of(records[i])[j]
+        text = block.get("content")
+        if not isinstance(text, str) or len(text) <= MIN_CHARS:
+            continue
+        name = names.get(block.get("tool_use_id") or "", "unknown")
+        if name in PRESERVE:
+            continue
+        placeholder = PLACEHOLDER.replace("{tool_name}", name)
+        if text != placeholder:
+            block["content"] = placeholder
+            if dialect == "claude-code":
+                records[i].pop("toolUseResult", None)
+
+with open(dst, "w", encoding="utf-8") as out:
+    for record in records:
+        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        out.write("\\n")
+"""
+
+# Prints which modules a command imported, after running it in this interpreter.
+IMPORT_PROBE = """
+import runpy, sys
+sys.argv = ["compactcli", *sys.argv[1:]]
+try:
+    runpy.run_module("compactcli", run_name="__main__", alter_sys=True)
+except SystemExit:
+    pass
+print("\\n".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+@dataclass
+class Sample:
+    seconds: float
+    cpu: float
+    rss_mb: float
+
+
+@dataclass
+class Case:
+    name: str
+    argv: list[str]
+    output: Path | None = None  # where the result lands, for verification
+    stdout: Path | None = None  # the command's stdout goes to this file
+    prepare: Callable[[], None] = lambda: None  # untimed set-up before each run
+    samples: list[Sample] = field(default_factory=list)
+    is_micro: bool = False
+
+    def median(self, attr: str) -> float:
+        return statistics.median(getattr(s, attr) for s in self.samples)
+
+
+# Peak RSS must be measured from a small parent: Linux carries the parent's high-water mark across
+# fork + exec, so a child started straight from this (large) process would report at least our own RSS.
+RSS_WRAPPER = """
+import resource, subprocess, sys
+code = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    out.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(code)
+"""
+GNU_TIME = "/usr/bin/time"
+
+
+def rss_wrapped(argv: list[str], rss_file: Path) -> list[str]:
+    if os.access(GNU_TIME, os.X_OK):
+        return [GNU_TIME, "-q", "-f", "%M", "-o", str(rss_file), *argv]
+    return [sys.executable, "-S", "-c", RSS_WRAPPER, str(rss_file), *argv]
+
+
+def run_child(argv: list[str], stdout: Path | None = None, stderr_path: Path | None = None) -> Sample:
+    """Run one command: its wall time, CPU time (user + system) and peak RSS in MB."""
+    out = open(stdout, "wb") if stdout else subprocess.DEVNULL
+    err = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
+    with tempfile.NamedTemporaryFile(prefix="rss-", suffix=".txt") as rss:
+        try:
+            start = time.perf_counter()
+            proc = subprocess.Popen(
+                rss_wrapped(argv, Path(rss.name)), stdout=out, stderr=err, stdin=subprocess.DEVNULL
+            )
+            # wait4 reports the wrapper and the command it waited for, nothing else of ours.
+            _, status, usage = os.wait4(proc.pid, 0)
+            seconds = time.perf_counter() - start
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        finally:
+            for handle in (out, err):
+                if handle is not subprocess.DEVNULL:
+                    handle.close()
+        if proc.returncode != 0:
+            detail = stderr_path.read_text(errors="replace")[-2000:] if stderr_path else ""
+            raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}\n{detail}")
+        kib = int(Path(rss.name).read_text().split()[-1])  # Linux counts ru_maxrss in KiB
+    return Sample(seconds, usage.ru_utime + usage.ru_stime, kib / 1024)
+
+
+def find_cli() -> tuple[list[str], str]:
+    """The installed CLI and the interpreter it runs on."""
+    venv = REPO / ".venv" / "bin"
+    if (venv / "compactcli").exists():
+        return [str(venv / "compactcli")], str(venv / "python")
+    return [sys.executable, "-m", "compactcli"], sys.executable
+
+
+def source_file(workdir: Path, mb: float, dialect: str, seed: int) -> Path:
+    """The generated transcript, made once per size, dialect, seed and generator version."""
+    path = workdir / f"{dialect}-{mb:g}mb-seed{seed}-v{make_big.GENERATOR_VERSION}.jsonl"
+    if path.exists():
+        print(f"reusing {path} ({path.stat().st_size / 1e6:.1f} MB)", flush=True)
+        return path
+    partial = path.with_suffix(".partial")
+    start = time.perf_counter()
+    lines = make_big.generate(partial, mb, dialect, seed)
+    partial.rename(path)
+    took = time.perf_counter() - start
+    print(f"generated {path}: {path.stat().st_size / 1e6:.1f} MB, {lines:,} lines in {took:.1f}s", flush=True)
+    return path
+
+
+def make_cases(src: Path, work: Path, dialect: str, cli: list[str], python: str) -> list[Case]:
+    inplace = work / "inplace.jsonl"
+    archive = work / "archive"
+    micro_out = work / "micro-o.jsonl"
+
+    def fresh_copy() -> None:
+        shutil.rmtree(archive, ignore_errors=True)
+        shutil.copyfile(src, inplace)
+
+    def no_output() -> None:
+        micro_out.unlink(missing_ok=True)
+
+    micro = [*cli, "micro", "-q"]
+    return [
+        Case(
+            "micro in place (archived)",
+            [*micro, str(inplace), "--archive-dir", str(archive)],
+            output=inplace,
+            prepare=fresh_copy,
+            is_micro=True,
+        ),
+        Case(
+            "micro -o FILE",
+            [*micro, str(src), "-o", str(micro_out)],
+            output=micro_out,
+            prepare=no_output,
+            is_micro=True,
+        ),
+        Case(
+            "micro -o - > FILE",
+            [*micro, str(src), "-o", "-"],
+            output=work / "micro-stdout.jsonl",
+            stdout=work / "micro-stdout.jsonl",
+            is_micro=True,
+        ),
+        Case(
+            "orjson loop",
+            [python, "-c", ORJSON_LOOP, str(src), str(work / "orjson.jsonl")],
+            output=work / "orjson.jsonl",
+        ),
+        Case(
+            "stdlib in memory",
+            [python, "-c", STDLIB_MICRO, str(src), str(work / "stdlib.jsonl"), dialect],
+            output=work / "stdlib.jsonl",
+        ),
+    ]
+
+
+def measure(cases: list[Case], repeat: int, work: Path) -> None:
+    for round_ in range(repeat):
+        for case in cases:  # round-robin, so a noisy moment hits every command alike
+            case.prepare()
+            sample = run_child(case.argv, case.stdout, work / "stderr.txt")
+            case.samples.append(sample)
+            print(
+                f"  round {round_ + 1}: {case.name:28s} {sample.seconds:6.2f}s  {sample.rss_mb:6.1f} MB",
+                flush=True,
+            )
+
+
+# ---------------------------------------------------------------- verification
+
+
+def same_lines(a: Path, b: Path) -> tuple[int, int]:
+    """(lines, lines whose json.loads differ); raises if the line counts differ."""
+    lines = differ = 0
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        for la, lb in zip(fa, fb, strict=True):
+            lines += 1
+            if la != lb and json.loads(la) != json.loads(lb):
+                differ += 1
+    return lines, differ
+
+
+def changed_lines(src: Path, out: Path) -> int:
+    with open(src, "rb") as fa, open(out, "rb") as fb:
+        return sum(la != lb for la, lb in zip(fa, fb, strict=True))
+
+
+def verify(src: Path, cases: list[Case]) -> list[str]:
+    """Checks that the commands did the same work; returns failures (empty when all is well)."""
+    by_name = {case.name: case for case in cases}
+    reference = by_name["micro -o FILE"].output
+    failures = []
+    for case in cases:
+        if case.is_micro and case.output != reference:
+            if case.output.read_bytes() != reference.read_bytes():
+                failures.append(f"{case.name}: output differs from micro -o FILE")
+    try:
+        lines, differ = same_lines(reference, by_name["stdlib in memory"].output)
+        if differ:
+            failures.append(f"micro and the stdlib implementation differ on {differ} of {lines} lines")
+        _, differ = same_lines(src, by_name["orjson loop"].output)
+        if differ:
+            failures.append(f"orjson loop changed {differ} lines")
+    except ValueError as exc:
+        failures.append(f"line counts differ: {exc}")
+        return failures
+    changed = changed_lines(src, reference)
+    print(
+        f"verified: {lines:,} lines; micro changed {changed:,}, the stdlib implementation the same "
+        f"{'(equal as JSON)' if not failures else '- MISMATCH'}"
+    )
+    if not changed:
+        failures.append("micro changed nothing: the benchmark measures no work")
+    return failures
+
+
+# ---------------------------------------------------------------- report
+
+
+def table(cases: list[Case], size: int) -> list[dict]:
+    by_name = {case.name: case for case in cases}
+    orjson_s = by_name["orjson loop"].median("seconds")
+    orjson_cpu = by_name["orjson loop"].median("cpu")
+    stdlib_s = by_name["stdlib in memory"].median("seconds")
+    rows = []
+    for case in cases:
+        seconds = case.median("seconds")
+        rows.append(
+            {
+                "command": case.name,
+                "seconds": seconds,
+                "cpu_seconds": case.median("cpu"),
+                "mb_per_s": size / 1e6 / seconds,
+                "vs_orjson": seconds / orjson_s,
+                "vs_stdlib": seconds / stdlib_s,
+                "cpu_vs_orjson": case.median("cpu") / orjson_cpu,
+                "stdlib_speedup": stdlib_s / seconds,
+                "rss_mb": max(s.rss_mb for s in case.samples),
+                "runs": [round(s.seconds, 3) for s in case.samples],
+                "micro": case.is_micro,
+            }
+        )
+    return rows
+
+
+def print_table(rows: list[dict], size: int, repeat: int) -> None:
+    print(f"\ninput {size / 1e6:.1f} MB, median of {repeat} runs; CPU = user + system of the child;")
+    print("x orjson = time / orjson loop time; x stdlib = time / stdlib time (stdlib speed-up = 1 / that)")
+    head = (
+        f"{'command':28s} {'median s':>9s} {'MB/s':>7s} {'x orjson':>9s} {'x stdlib':>9s} "
+        f"{'peak RSS MB':>12s} {'CPU s':>7s} {'CPU x orjson':>13s}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(
+            f"{r['command']:28s} {r['seconds']:9.2f} {r['mb_per_s']:7.1f} {r['vs_orjson']:9.2f} "
+            f"{r['vs_stdlib']:9.2f} {r['rss_mb']:12.1f} {r['cpu_seconds']:7.2f} {r['cpu_vs_orjson']:13.2f}"
+        )
+
+
+def targets(rows: list[dict]) -> list[dict]:
+    verdicts = []
+    for r in rows:
+        if not r["micro"]:
+            continue
+        checks = [
+            (
+                f"time <= {TARGET_VS_ORJSON:g}x orjson loop",
+                r["vs_orjson"],
+                r["vs_orjson"] <= TARGET_VS_ORJSON,
+            ),
+            (
+                f">= {TARGET_VS_STDLIB:g}x faster than stdlib",
+                r["stdlib_speedup"],
+                r["stdlib_speedup"] >= TARGET_VS_STDLIB,
+            ),
+            (f"peak RSS <= {TARGET_RSS_MB:g} MB", r["rss_mb"], r["rss_mb"] <= TARGET_RSS_MB),
+        ]
+        for label, value, ok in checks:
+            verdicts.append({"command": r["command"], "target": label, "value": value, "pass": ok})
+    print("\ntargets (on median wall time; the CPU x orjson column is less sensitive to a busy machine)")
+    for v in verdicts:
+        print(f"  {'PASS' if v['pass'] else 'FAIL'}  {v['command']:28s} {v['target']:32s} ({v['value']:.2f})")
+    return verdicts
+
+
+# ---------------------------------------------------------------- start-up
+
+
+def imported_modules(python: str, args: list[str], stdout: Path | None = None) -> set[str]:
+    with tempfile.NamedTemporaryFile(suffix=".txt") as err:
+        run_child([python, "-c", IMPORT_PROBE, *args], stdout, Path(err.name))
+        return set(Path(err.name).read_text().split())
+
+
+def slowest_imports(python: str, args: list[str], count: int = 5) -> list[tuple[int, str]]:
+    """Top-level imports with the highest cumulative time (microseconds), from -X importtime."""
+    proc = subprocess.run(
+        [python, "-X", "importtime", "-m", "compactcli", *args], capture_output=True, text=True, check=False
+    )
+    found = []
+    for line in proc.stderr.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            name = parts[2].rstrip()
+            depth = (len(name) - len(name.lstrip())) // 2
+            if depth <= 1:
+                found.append((int(parts[1]), name.strip()))
+    return sorted(found, reverse=True)[:count]
+
+
+def startup(cli: list[str], python: str, small: Path, work: Path) -> list[dict]:
+    commands = [
+        ("python -c pass (floor)", [python, "-c", "pass"], None),
+        ("compactcli --help", [*cli, "--help"], ["--help"]),
+        ("compactcli micro --help", [*cli, "micro", "--help"], ["micro", "--help"]),
+        (
+            "compactcli micro 1 MB -o -",
+            [*cli, "micro", "-q", str(small), "-o", "-"],
+            ["micro", "-q", str(small), "-o", "-"],
+        ),
+    ]
+    rows = []
+    print("\nstart-up (median of 5) and whether `anthropic` gets imported")
+    for name, argv, probe_args in commands:
+        times = [run_child(argv, work / "startup-out.txt").seconds for _ in range(5)]
+        row: dict = {"command": name, "seconds": statistics.median(times)}
+        if probe_args is not None:
+            modules = imported_modules(python, probe_args, work / "startup-out.txt")
+            leaked = sorted(m for m in modules if m == "anthropic" or m.startswith("anthropic."))
+            row["imports_anthropic"] = bool(leaked)
+            row["modules"] = len(modules)
+            row["slowest_imports"] = slowest_imports(python, probe_args)
+        rows.append(row)
+        verdict = ""
+        if "imports_anthropic" in row:
+            verdict = "FAIL imports anthropic" if row["imports_anthropic"] else "PASS no anthropic"
+            verdict += f" ({row['modules']} modules)"
+        print(f"  {name:30s} {row['seconds'] * 1000:7.0f} ms  {verdict}")
+        for micros, module in row.get("slowest_imports", []):
+            print(f"      {micros / 1000:6.1f} ms  import {module}")
+    return rows
+
+
+# ---------------------------------------------------------------- profile
+
+
+def profile(cli_python: str, src: Path, work: Path) -> None:
+    """Run micro -o FILE under cProfile and print where the time goes."""
+    import pstats
+
+    stats_path = work / "micro.prof"
+    argv = [
+        cli_python,
+        "-m",
+        "cProfile",
+        "-o",
+        str(stats_path),
+        "-m",
+        "compactcli",
+        "micro",
+        "-q",
+        str(src),
+        "-o",
+        str(work / "profile-out.jsonl"),
+    ]
+    run_child(argv, None, work / "stderr.txt")
+    print("\ncProfile of micro -o FILE (cProfile slows Python-level calls, not orjson)")
+    stats = pstats.Stats(str(stats_path))
+    stats.sort_stats("tottime").print_stats(18)
+
+
+# ---------------------------------------------------------------- main
+
+
+def bench_dialect(args: argparse.Namespace, dialect: str, base: Path, cli: list[str], python: str) -> dict:
+    print(f"\n=== {dialect}, {args.mb:g} MB ===", flush=True)
+    src = source_file(base, args.mb, dialect, args.seed)
+    work = base / f"run-{dialect}"
+    work.mkdir(exist_ok=True)
+    cases = make_cases(src, work, dialect, cli, python)
+    measure(cases, args.repeat, work)
+    size = src.stat().st_size
+    failures = verify(src, cases)
+    rows = table(cases, size)
+    print_table(rows, size, args.repeat)
+    verdicts = targets(rows)
+    if args.profile:
+        profile(python, src, work)
+    for failure in failures:
+        print(f"VERIFY FAILED: {failure}")
+    shutil.rmtree(work, ignore_errors=True)  # outputs are large; the source is kept for reuse
+    return {"dialect": dialect, "bytes": size, "rows": rows, "targets": verdicts, "failures": failures}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--mb", type=float, default=100.0, help="transcript size in MB (default 100)")
+    parser.add_argument("--dialect", choices=(*make_big.DIALECTS, "all"), default="claude-code")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per command (default 3)")
+    parser.add_argument("--workdir", type=Path, help="keep generated files here and reuse them")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--profile", action="store_true", help="also run micro under cProfile")
+    parser.add_argument("--no-startup", action="store_true", help="skip the start-up checks")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+
+    cli, python = find_cli()
+    print(f"CLI: {' '.join(cli)}  interpreter: {python}  cores: {os.cpu_count()}")
+    base = args.workdir or Path(tempfile.mkdtemp(prefix="compactcli-bench-"))
+    base.mkdir(parents=True, exist_ok=True)
+    dialects = make_big.DIALECTS if args.dialect == "all" else (args.dialect,)
+    results: dict = {"mb": args.mb, "repeat": args.repeat, "dialects": []}
+    try:
+        for dialect in dialects:
+            results["dialects"].append(bench_dialect(args, dialect, base, cli, python))
+        if not args.no_startup:
+            small = base / "small.jsonl"
+            make_big.generate(small, 1, "claude-code", args.seed)
+            results["startup"] = startup(cli, python, small, base)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(base, ignore_errors=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    failed = any(d["failures"] for d in results["dialects"])
+    failed |= any(row.get("imports_anthropic") for row in results.get("startup", []))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

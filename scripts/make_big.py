@@ -1,0 +1,352 @@
+"""Generate a large, realistic transcript (Claude Code log or Anthropic Messages JSONL) for benchmarks.
+
+Deterministic: the same --mb, --dialect and --seed give the same bytes. The shape follows real Claude Code
+logs: one assistant record per tool_use block, one user record per tool_result with a `toolUseResult` copy of
+the output, inline sub-agent (sidechain) traffic after a Task call, and passthrough records (progress,
+file-history-snapshot, system/turn_duration, summary). Tool outputs are 200 B to 20 KB (log-uniform), with
+escapes (quotes, backslashes, tabs) and non-ASCII text, written as compact JSON the way Claude Code writes it.
+
+    python scripts/make_big.py --mb 100 --dialect claude-code -o /tmp/big.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+DIALECTS = ("claude-code", "anthropic")
+GENERATOR_VERSION = 1  # bump when the output changes, so cached files are rebuilt
+
+# (tool, weight); Read is preserved by micro by default, so its share matters.
+TOOLS = [
+    ("Bash", 30),
+    ("Read", 24),
+    ("Grep", 12),
+    ("Edit", 11),
+    ("Glob", 5),
+    ("Write", 4),
+    ("TodoWrite", 5),
+    ("WebFetch", 3),
+    ("mcp__github__search_code", 2),
+    ("Task", 2),
+]
+SUB_AGENT_TOOLS = ("Bash", "Read", "Grep", "Glob")
+_WORDS = (
+    "def return self import from class value result error path file config data line test assert "
+    "None True False async await yield lambda for while if else elif try except raise with open "
+    "json orjson record message content block tool_use tool_result session transcript compact "
+    "parse dumps loads index plan apply stream buffer bytes utf-8 cache token model summary "
+    "0 1 2 3 42 100 1024 65535 0x1f 3.14 -1 src/ tests/ lib/ main.py cli.py utils.rs Cargo.toml"
+).split()
+_NON_ASCII = ("→", "✓", "—", "é", "ü", "中文", "日本語", "😀", "±", "µs")
+_PUNCT = ('"', "'", "\\", "\t", "(", ")", "{", "}", "[", "]", ":", ",", ".", "=", "/")
+_MODEL = "claude-opus-4-5-20251101"
+
+
+def _text_pool(rng: random.Random, size: int, numbered: bool) -> str:
+    """A long run of code/log-like lines; tool outputs are slices of it."""
+    lines: list[str] = []
+    total = 0
+    number = 1
+    while total < size:
+        words = rng.choices(_WORDS, k=rng.randint(0, 14))
+        if rng.random() < 0.3:
+            words.insert(rng.randint(0, len(words)), rng.choice(_PUNCT))
+        if rng.random() < 0.05:
+            words.append(rng.choice(_NON_ASCII))
+        line = "    " * rng.randint(0, 3) + " ".join(words)
+        if numbered:
+            line = f"{number:>6}→{line}"
+            number = number + 1 if rng.random() < 0.995 else 1
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines)
+
+
+class _Maker:
+    """Holds the random state and the pools; `records()` yields record dicts until stopped."""
+
+    def __init__(self, dialect: str, seed: int) -> None:
+        self.dialect = dialect
+        self.rng = random.Random(seed)
+        self.plain = _text_pool(self.rng, 1 << 21, numbered=False)
+        self.numbered = _text_pool(self.rng, 1 << 21, numbered=True)
+        self.session = self.uuid()
+        self.clock = datetime(2026, 1, 21, 6, 20, tzinfo=UTC)
+        self.parent: str | None = None
+        self.cwd = "/home/dev/project"
+        self.agent_count = 0
+
+    # ------------------------------------------------------------ small random pieces
+
+    def uuid(self) -> str:
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def tool_id(self) -> str:
+        alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+        return "toolu_01" + "".join(self.rng.choices(alphabet, k=22))
+
+    def tick(self) -> str:
+        self.clock += timedelta(milliseconds=self.rng.randint(50, 20000))
+        return self.clock.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.clock.microsecond // 1000:03d}Z"
+
+    def slice(self, length: int, numbered: bool = False) -> str:
+        pool = self.numbered if numbered else self.plain
+        start = self.rng.randrange(0, len(pool) - length)
+        return pool[start : start + length]
+
+    def output_length(self) -> int:
+        # Log-uniform 200 B .. 20 KB: most outputs are short, a few are long.
+        return int(math.exp(self.rng.uniform(math.log(200), math.log(20000))))
+
+    def sentence(self, low: int = 40, high: int = 400) -> str:
+        return self.slice(self.rng.randint(low, high)).replace("\n", " ")
+
+    def path(self) -> str:
+        parts = self.rng.choices(("src", "lib", "tests", "core", "util", "api", "cli"), k=3)
+        return f"{self.cwd}/{'/'.join(parts)}/{self.rng.choice(_WORDS).strip('/.')}.py"
+
+    # ------------------------------------------------------------ tool calls
+
+    def tool_input(self, name: str) -> dict:
+        if name == "Bash":
+            return {"command": self.sentence(10, 120), "description": self.sentence(10, 60)}
+        if name in ("Read", "Write", "Edit"):
+            data: dict = {"file_path": self.path()}
+            if name == "Write":
+                data["content"] = self.slice(self.rng.randint(200, 4000))
+            if name == "Edit":
+                data.update(old_string=self.slice(120), new_string=self.slice(140), replace_all=False)
+            return data
+        if name in ("Grep", "Glob"):
+            return {"pattern": self.rng.choice(_WORDS), "path": self.cwd}
+        if name == "TodoWrite":
+            todos = [
+                {"content": self.sentence(20, 60), "status": self.rng.choice(("pending", "completed"))}
+                for _ in range(self.rng.randint(2, 6))
+            ]
+            return {"todos": todos}
+        if name == "Task":
+            return {"description": self.sentence(10, 40), "prompt": self.sentence(200, 800)}
+        return {"query": self.sentence(10, 80)}
+
+    def tool_output(self, name: str) -> tuple[object, dict | str]:
+        """(tool_result content, toolUseResult copy) for one call."""
+        if name in ("Edit", "Write", "TodoWrite"):
+            text = f"The file {self.path()} has been updated successfully."
+            if self.rng.random() < 0.5:
+                text += "\n" + self.slice(self.rng.randint(100, 1500), numbered=True)
+            return text, {"filePath": self.path(), "structuredPatch": [{"lines": text.split("\n")[:8]}]}
+        length = self.output_length()
+        if name == "Task":
+            # A list of text blocks: micro keeps it unless --clear-multimodal.
+            blocks = [{"type": "text", "text": self.slice(length)}]
+            return blocks, {"status": "completed", "content": blocks, "totalToolUseCount": 5}
+        if name == "Read":
+            text = self.slice(length, numbered=True)
+            file = {"filePath": self.path(), "content": text, "numLines": text.count("\n") + 1}
+            return text, {"type": "text", "file": file}
+        text = self.slice(length)
+        if name == "Bash":
+            return text, {"stdout": text, "stderr": "", "interrupted": False, "isImage": False}
+        if name in ("Grep", "Glob"):
+            files = text.split("\n")
+            return text, {"mode": "content", "numFiles": len(files), "filenames": files[:20]}
+        return text, {"type": "text", "content": text}
+
+    # ------------------------------------------------------------ records
+
+    def envelope(self, kind: str, message: dict, sidechain: str | None = None) -> dict:
+        record_uuid = self.uuid()
+        record: dict = {
+            "parentUuid": self.parent,
+            "isSidechain": sidechain is not None,
+            "userType": "external",
+            "cwd": self.cwd,
+            "sessionId": self.session,
+            "version": "2.1.14",
+            "gitBranch": "main",
+        }
+        if sidechain is not None:
+            record["agentId"] = sidechain
+        record.update(type=kind, message=message, uuid=record_uuid, timestamp=self.tick())
+        self.parent = record_uuid
+        return record
+
+    def assistant(self, content: list, sidechain: str | None = None) -> dict:
+        message = {
+            "model": _MODEL,
+            "id": "msg_01" + self.tool_id()[8:],
+            "type": "message",
+            "role": "assistant",
+            "content": content,
+            "stop_reason": "tool_use" if content[-1]["type"] == "tool_use" else "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": self.rng.randint(1, 8),
+                "cache_creation_input_tokens": self.rng.randint(0, 5000),
+                "cache_read_input_tokens": self.rng.randint(1000, 150000),
+                "output_tokens": self.rng.randint(1, 2000),
+                "service_tier": "standard",
+            },
+        }
+        if self.dialect == "anthropic":
+            return {"role": "assistant", "content": content}
+        record = self.envelope("assistant", message, sidechain)
+        record["requestId"] = "req_011" + self.tool_id()[8:]
+        return record
+
+    def results(self, calls: list[tuple[str, str]], sidechain: str | None = None) -> Iterator[dict]:
+        """User records answering `calls` [(id, name)]: one per result (Claude Code) or one message."""
+        blocks = []
+        for call_id, name in calls:
+            content, copy = self.tool_output(name)
+            block: dict = {"tool_use_id": call_id, "type": "tool_result", "content": content}
+            if self.rng.random() < 0.04:
+                block["is_error"] = True
+            blocks.append((block, copy))
+        if self.dialect == "anthropic":
+            yield {"role": "user", "content": [block for block, _ in blocks]}
+            return
+        for block, copy in blocks:
+            record = self.envelope("user", {"role": "user", "content": [block]}, sidechain)
+            record["toolUseResult"] = copy
+            yield record
+
+    def passthrough(self) -> dict:
+        choice = self.rng.random()
+        if choice < 0.5:
+            return {
+                "parentUuid": self.parent,
+                "isSidechain": False,
+                "type": "progress",
+                "data": {"type": "bash_progress", "output": self.sentence(20, 300), "elapsedTimeSeconds": 3},
+                "toolUseID": self.tool_id(),
+                "uuid": self.uuid(),
+                "timestamp": self.tick(),
+                "sessionId": self.session,
+            }
+        if choice < 0.8:
+            backups = {self.path(): {"backupFileName": self.uuid()[:16] + "@v2", "version": 2}}
+            return {
+                "type": "file-history-snapshot",
+                "messageId": self.uuid(),
+                "snapshot": {
+                    "messageId": self.uuid(),
+                    "trackedFileBackups": backups,
+                    "timestamp": self.tick(),
+                },
+                "isSnapshotUpdate": False,
+            }
+        if choice < 0.95:
+            record = self.envelope("system", {"role": "system", "content": ""})
+            del record["message"]
+            record.update(subtype="turn_duration", durationMs=self.rng.randint(1000, 90000), isMeta=False)
+            return record
+        return {"type": "summary", "summary": self.sentence(20, 80), "leafUuid": self.parent}
+
+    def prompt(self) -> dict:
+        text = self.sentence(30, 600)
+        if self.dialect == "anthropic":
+            return {"role": "user", "content": text}
+        return self.envelope("user", {"role": "user", "content": text})
+
+    def sub_agent(self) -> Iterator[dict]:
+        """Inline sidechain traffic of a Task call: its own conversation for micro."""
+        self.agent_count += 1
+        agent = f"a{self.agent_count:06x}"
+        main_parent = self.parent
+        self.parent = None
+        yield self.envelope("user", {"role": "user", "content": self.sentence(100, 400)}, agent)
+        for _ in range(self.rng.randint(3, 8)):
+            name = self.rng.choice(SUB_AGENT_TOOLS)
+            call_id = self.tool_id()
+            use = {"type": "tool_use", "id": call_id, "name": name, "input": self.tool_input(name)}
+            yield self.assistant([use], agent)
+            yield from self.results([(call_id, name)], agent)
+        yield self.assistant([{"type": "text", "text": self.sentence(200, 1200)}], agent)
+        self.parent = main_parent
+
+    def turn(self) -> Iterator[dict]:
+        """A user prompt, then tool calls until the model answers in text."""
+        yield self.prompt()
+        for _ in range(self.rng.randint(3, 25)):
+            lead: list = []
+            if self.rng.random() < 0.25:
+                lead.append(
+                    {"type": "thinking", "thinking": self.sentence(100, 1500), "signature": "Eu8B" * 20}
+                )
+            if self.dialect == "claude-code" and lead:
+                yield self.assistant(lead)
+            width = 1 if self.rng.random() < 0.85 else self.rng.randint(2, 4)  # parallel calls
+            names = self.rng.choices([t for t, _ in TOOLS], weights=[w for _, w in TOOLS], k=width)
+            calls = [(self.tool_id(), name) for name in names]
+            uses = [
+                {"type": "tool_use", "id": call_id, "name": name, "input": self.tool_input(name)}
+                for call_id, name in calls
+            ]
+            if self.dialect == "claude-code":
+                for use in uses:  # Claude Code writes one record per content block
+                    yield self.assistant([use])
+            else:
+                text = {"type": "text", "text": self.sentence(20, 200)}
+                yield self.assistant([*lead, text, *uses])
+            task_calls = [call for call in calls if call[1] == "Task"]
+            if task_calls and self.dialect == "claude-code":
+                yield from self.sub_agent()
+            yield from self.results(calls)
+            if self.dialect == "claude-code" and self.rng.random() < 0.15:
+                yield self.passthrough()
+        yield self.assistant([{"type": "text", "text": self.sentence(100, 2000)}])
+
+    def records(self) -> Iterator[dict]:
+        if self.dialect == "claude-code":
+            yield {
+                "type": "queue-operation",
+                "operation": "dequeue",
+                "timestamp": self.tick(),
+                "sessionId": self.session,
+            }
+        while True:
+            yield from self.turn()
+
+
+def generate(path: Path, mb: float, dialect: str, seed: int = 1) -> int:
+    """Write about `mb` MB (10**6 bytes) of transcript to `path`; returns the number of lines."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"dialect must be one of {DIALECTS}")
+    target = int(mb * 1_000_000)
+    maker = _Maker(dialect, seed)
+    written = lines = 0
+    with open(path, "wb") as out:
+        for record in maker.records():
+            raw = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+            out.write(raw)
+            written += len(raw)
+            lines += 1
+            if written >= target:
+                break
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--mb", type=float, default=100.0, help="size in MB (10**6 bytes)")
+    parser.add_argument("--dialect", choices=DIALECTS, default="claude-code")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("-o", "--output", type=Path, required=True)
+    args = parser.parse_args()
+    lines = generate(args.output, args.mb, args.dialect, args.seed)
+    print(f"{args.output}: {args.output.stat().st_size:,} bytes, {lines:,} lines")
+
+
+if __name__ == "__main__":
+    main()
