@@ -1,0 +1,262 @@
+"""Secret redaction: every kind is found, ordinary text is left alone, and it is idempotent."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactcli.redact import redact, redact_obj
+
+# Fake secrets are assembled from parts so that secret scanners do not flag this file.
+ANTHROPIC_KEY = "sk-" + "ant-api03-" + "Xy9_" * 20 + "AA"
+OPENAI_KEY = "sk-" + "abcdEFGH1234" * 4
+OPENAI_PROJECT_KEY = "sk-" + "proj-" + "Ab3_cD-" * 12
+AWS_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
+AWS_SESSION_KEY_ID = "ASIA" + "Q2W3E4R5T6Y7U8I9"
+GITHUB_TOKENS = ["gh" + p + "_" + "a1B2c3D4e5" * 4 for p in "pousr"] + ["github_" + "pat_" + "11AB" * 15]
+SLACK_TOKEN = "xox" + "b-123456789012-1234567890123-AbCdEfGhIjKlMnOp"
+JWT = (
+    "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM_BODY = "\n".join(["MIIEowIBAAKCAQEA" + "q7Zb" * 12] + ["Zm9vYmFyYmF6cXV4" * 4] * 5 + ["dGVzdA=="])
+PEM_KEY = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + PEM_BODY + "\n-----END RSA PRIVATE KEY-----"
+
+
+def redacted(text: str) -> str:
+    return redact(text)[0]
+
+
+@pytest.mark.parametrize(
+    ("secret", "kind"),
+    [
+        (ANTHROPIC_KEY, "anthropic_key"),
+        ("sk-" + "ant-api03-real-secret", "anthropic_key"),  # the doc example in the corpus
+        (OPENAI_KEY, "openai_key"),
+        (OPENAI_PROJECT_KEY, "openai_key"),
+        (AWS_KEY_ID, "aws_access_key_id"),
+        (AWS_SESSION_KEY_ID, "aws_access_key_id"),
+        *[(token, "github_token") for token in GITHUB_TOKENS],
+        (SLACK_TOKEN, "slack_token"),
+        (JWT, "jwt"),
+        (PEM_KEY, "private_key"),
+    ],
+)
+def test_a_key_in_text_is_replaced_whole(secret: str, kind: str) -> None:
+    text = f"before {secret} after"
+    out, counts = redact(text)
+    assert out == f"before [REDACTED:{kind}] after"
+    assert counts == Counter({kind: 1})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "kind"),
+    [
+        (
+            "DATABASE_URL=postgres://app:hunter2@db.example.com:5432/prod",
+            "DATABASE_URL=postgres://app:[REDACTED:url_password]@db.example.com:5432/prod",
+            "url_password",
+        ),
+        (
+            "redis://:s3cr3t@cache.local:6379/0",
+            "redis://:[REDACTED:url_password]@cache.local:6379/0",
+            "url_password",
+        ),
+        (
+            'curl -H "Authorization: Bearer abcDEF123456ghi" https://x',
+            'curl -H "Authorization: Bearer [REDACTED:authorization]" https://x',
+            "authorization",
+        ),
+        (
+            '{"authorization": "Basic dXNlcjpwYXNzd29yZA=="}',
+            '{"authorization": "Basic [REDACTED:authorization]"}',
+            "authorization",
+        ),
+        ('password = "hunter22"', 'password = "[REDACTED:password]"', "password"),
+        ("DB_PASSWORD=Tr0ub4dor&3", "DB_PASSWORD=[REDACTED:password]&3", "password"),
+        ("export GITHUB_TOKEN=abc123def456", "export GITHUB_TOKEN=[REDACTED:token]", "token"),
+        ('{"api_key": "k-9f8e7d6c"}', '{"api_key": "[REDACTED:api_key]"}', "api_key"),
+        ("x-api-key: 0123456789abcdef", "x-api-key: [REDACTED:api_key]", "api_key"),
+        ("client_secret: 'Zq8-x_Lm'", "client_secret: '[REDACTED:secret]'", "secret"),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "aws_secret_access_key = [REDACTED:api_key]",
+            "api_key",
+        ),
+        (
+            "https://api.example.com/v1?token=f00dfeed42&x=1",
+            "https://api.example.com/v1?token=[REDACTED:token]&x=1",
+            "token",
+        ),
+        # JSON written inside a JSON string: the quotes are escaped.
+        ('{\\"password\\": \\"p4ssw0rd\\"}', '{\\"password\\": \\"[REDACTED:password]\\"}', "password"),
+        ("PASSWORD: 'Hunter22'", "PASSWORD: '[REDACTED:password]'", "password"),
+    ],
+)
+def test_only_the_secret_part_is_replaced(text: str, expected: str, kind: str) -> None:
+    out, counts = redact(text)
+    assert out == expected
+    assert counts == Counter({kind: 1})
+
+
+def test_a_key_inside_an_assignment_is_counted_once() -> None:
+    out, counts = redact(f'ANTHROPIC_API_KEY="{ANTHROPIC_KEY}"')
+    assert out == 'ANTHROPIC_API_KEY="[REDACTED:anthropic_key]"'
+    assert counts == Counter({"anthropic_key": 1})
+
+
+def test_a_private_key_with_json_escaped_newlines() -> None:
+    escaped = PEM_KEY.replace("\n", "\\n")
+    assert redacted(f'{{"content": "{escaped}\\nok"}}') == '{"content": "[REDACTED:private_key]\\nok"}'
+
+
+def test_a_truncated_private_key_is_redacted() -> None:
+    head = "-----BEGIN OPENSSH " + "PRIVATE KEY-----\n" + PEM_BODY.split("\n", 3)[0] + "\n"
+    out, counts = redact("$ head -2 id_ed25519\n" + head)
+    assert out == "$ head -2 id_ed25519\n[REDACTED:private_key]\n"
+    assert counts["private_key"] == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the token count is 5",
+        "input_tokens: 12345, output_tokens: 67",
+        "max_tokens=1024",
+        "token_count = len(tokens)",
+        "implement the password reset flow",
+        "Password: required",
+        "token = get_token(request)",
+        "token=new_token",
+        "self.secret = secret",
+        'secret = os.environ["SECRET"]',
+        'api_key = os.getenv("ANTHROPIC_API_KEY")',
+        "export TOKEN=$GITHUB_TOKEN",
+        "password: ${DB_PASSWORD}",
+        '"password": {"type": "string"}',
+        '{"token": "string", "secret": null}',
+        "if token == 'EOF':",
+        "Token: gho_************************************",  # already masked by gh
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",  # sha256
+        "123e4567-e89b-12d3-a456-426614174000",  # uuid
+        "commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "task-management-subsystem-for-desk-apps",  # "sk-" inside words
+        "skeleton-key-generation-module-v2",
+        "https://example.com:8080/path/@user",
+        "git@github.com:org/repo.git",
+        "ssh://git@github.com:22/org/repo.git",
+        'pattern = r"-----BEGIN RSA PRIVATE KEY-----"',  # a regex quoting the header
+        "-----BEGIN RSA PRIVATE KEY-----\nThis is how a key file starts.",
+        "twilio-api-key: logs/2025/c7d2069e.jsonl",
+        "AKIAshort and ASIA is a continent",
+        "eyJhbGciOiJIUzI1NiJ9 alone is just base64",
+    ],
+)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    assert redact(text) == (text, Counter())
+
+
+def test_redacting_twice_changes_nothing_more() -> None:
+    text = "\n".join(
+        [
+            f"key={ANTHROPIC_KEY} and {OPENAI_KEY}",
+            f"aws {AWS_KEY_ID} gh {GITHUB_TOKENS[0]} slack {SLACK_TOKEN}",
+            f"jwt {JWT}",
+            PEM_KEY,
+            "postgres://u:pw12345@h/db",
+            "Authorization: Bearer abcdef123456",
+            'password="hunter22" token: abc123xyz',
+        ]
+    )
+    once, counts = redact(text)
+    assert sum(counts.values()) == 11
+    assert redact(once) == (once, Counter())
+
+
+def test_no_secret_survives() -> None:
+    secrets = [ANTHROPIC_KEY, OPENAI_KEY, AWS_KEY_ID, *GITHUB_TOKENS, SLACK_TOKEN, JWT, "hunter22"]
+    text = " ; ".join(secrets[:-1]) + ' ; password="hunter22"'
+    out = redacted(text)
+    for secret in secrets:
+        assert secret not in out
+
+
+def test_redact_obj_walks_strings_only_and_keeps_keys() -> None:
+    obj = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": f"my key is {ANTHROPIC_KEY}"},
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": f"AWS={AWS_KEY_ID}",
+                "is_error": False,
+            },
+        ],
+        "password": 12345678,  # not a string: kept
+        "token": None,
+    }
+    out, counts = redact_obj(obj)
+    assert out == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "my key is [REDACTED:anthropic_key]"},
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": "AWS=[REDACTED:aws_access_key_id]",
+                "is_error": False,
+            },
+        ],
+        "password": 12345678,
+        "token": None,
+    }
+    assert counts == Counter({"anthropic_key": 1, "aws_access_key_id": 1})
+    assert obj["content"][0]["text"].endswith(ANTHROPIC_KEY)  # the input is not mutated
+    assert redact_obj(out) == (out, Counter())
+
+
+def test_unicode_that_changes_length_when_lower_cased() -> None:
+    # "İ" lower-cases to two characters; the case-insensitive rules must still line up.
+    out, counts = redact("İİİ PASSWORD=Hunter22x and Authorization: Bearer abcdef123456")
+    assert out == "İİİ PASSWORD=[REDACTED:password] and Authorization: Bearer [REDACTED:authorization]"
+    assert counts == Counter({"password": 1, "authorization": 1})
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        ANTHROPIC_KEY,
+        OPENAI_KEY,
+        AWS_KEY_ID,
+        GITHUB_TOKENS[1],
+        SLACK_TOKEN,
+        JWT,
+        PEM_KEY,
+        "postgres://u:pw12345@h/db",
+        "Authorization: Bearer abcdef123456",
+        'password="hunter22"',
+        "token=",
+        "secret: ",
+        "api_key",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "://",
+        "@",
+        '"',
+        "\\",
+        "\n",
+        " ",
+        "=",
+        "[REDACTED:token]",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_FRAGMENTS, st.text(max_size=12)), max_size=12).map("".join))
+def test_redaction_is_idempotent_on_any_mix(text: str) -> None:
+    once, _ = redact(text)
+    assert redact(once) == (once, Counter())
