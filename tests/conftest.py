@@ -1,0 +1,46 @@
+"""Shared pytest fixtures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fakeapi import FakeAnthropic
+
+# --- Anthropic API: environment isolation and the fake server (tests/fakeapi.py) -----------
+
+# Variables that would send a test to the real API, or change which model or credentials the
+# code picks up from the developer's shell.
+_API_ENV = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_PROFILE",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "COMPACTCLI_MODEL",
+    "MODEL_ID",
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_real_api(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Tests never reach the network: without `fake_api` there are no credentials at all."""
+    for name in _API_ENV:
+        monkeypatch.delenv(name, raising=False)
+    # No credential profile from ~/.config/anthropic either.
+    monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path_factory.mktemp("anthropic-config")))
+
+
+@pytest.fixture
+def fake_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
+    """A fake Messages API on 127.0.0.1; this process's environment points the SDK at it.
+
+    For subprocesses pass `env=fake_api.env()`; `fake_api.url` is the base URL.
+    """
+    with FakeAnthropic() as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", api.api_key)
+        yield api
+
+
+# --- end of the Anthropic API block ---------------------------------------------------------
