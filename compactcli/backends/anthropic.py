@@ -1,0 +1,277 @@
+"""The Anthropic Messages API through the official SDK: summaries, token counts, Message Batches.
+
+`import anthropic` costs about 2 s, so it happens inside the functions that call the API.
+Credentials and the endpoint come from the environment, as the SDK reads them:
+`ANTHROPIC_API_KEY` or `ANTHROPIC_AUTH_TOKEN`, and `ANTHROPIC_BASE_URL`.
+
+The SDK retries connection errors, timeouts, 408/409/429 and 5xx itself (honouring
+`retry-after`); whatever still fails is raised as `ApiUnavailable` (exit code 69), whose message
+says the HTTP status, the error type and the request id.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from compactcli.errors import Unavailable
+
+if TYPE_CHECKING:
+    import anthropic
+
+# claude-sonnet-4-5 reaches end of life on 2026-11-30 (the SDK's deprecation table);
+# a Sonnet model is the balance of quality and cost that summaries want.
+DEFAULT_MODEL = "claude-sonnet-5-5"
+
+MODEL_ENV = ("COMPACTCLI_MODEL", "MODEL_ID")
+
+
+class ApiUnavailable(Unavailable):
+    """An API call that failed after the SDK's retries. The fields let callers tell causes apart
+    (e.g. a 400 "prompt is too long" from an overloaded service)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        error_type: str | None = None,
+        request_id: str | None = None,
+        api_message: str | None = None,
+        retries: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.error_type = error_type
+        self.request_id = request_id
+        self.api_message = api_message
+        self.retries = retries
+
+
+def resolve_model(model: str | None) -> str:
+    """`--model`, else `$COMPACTCLI_MODEL`, else `$MODEL_ID`, else `DEFAULT_MODEL`."""
+    for candidate in (model, *(os.environ.get(name) for name in MODEL_ENV)):
+        if candidate and candidate.strip():
+            return candidate.strip()
+    return DEFAULT_MODEL
+
+
+def have_credentials() -> bool:
+    """Whether the environment holds an API key or an auth token (non-empty)."""
+    return any((os.environ.get(name) or "").strip() for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"))
+
+
+def make_client(*, timeout: float | None = None, max_retries: int = 2) -> anthropic.Anthropic:
+    """A client configured from the environment. `timeout` (seconds per attempt) defaults to the
+    SDK's, which scales with max_tokens for Messages calls."""
+    import anthropic
+
+    options: dict[str, Any] = {"max_retries": max_retries}
+    if timeout is not None:
+        options["timeout"] = timeout
+    try:
+        return anthropic.Anthropic(**options)
+    except anthropic.AnthropicError as err:  # e.g. no key, token or credentials profile
+        hint = "" if have_credentials() else " (set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN)"
+        raise ApiUnavailable(f"Anthropic API unavailable: {_one_line(str(err))}{hint}") from err
+
+
+def complete(client: anthropic.Anthropic, *, model: str, system: str, user: str, max_tokens: int) -> str:
+    """One Messages call with a single user turn; returns the text of the reply."""
+    import anthropic
+
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "messages": [{"role": "user", "content": user}],
+    }
+    if system:
+        params["system"] = system
+    try:
+        message = client.messages.create(**params)
+    except anthropic.AnthropicError as err:
+        raise _unavailable(err, "summarizer") from err
+    text = _text_of(message)
+    if not text:
+        request_id = getattr(message, "_request_id", None) or "unknown"
+        raise ApiUnavailable(
+            f"summarizer unavailable: the reply had no text "
+            f"(stop_reason {message.stop_reason}, request {request_id})",
+            request_id=request_id,
+        )
+    return text
+
+
+def count_tokens(
+    client: anthropic.Anthropic,
+    *,
+    model: str,
+    messages: list[dict[str, Any]],
+    system: str | None = None,
+) -> int:
+    """Exact input tokens of `messages` (`messages.count_tokens`).
+
+    Messages with role "system" (normalized OpenAI transcripts) go into `system`, since the API
+    only takes user and assistant turns.
+    """
+    import anthropic
+
+    turns, system_text = _split_system(messages, system)
+    params: dict[str, Any] = {"model": model, "messages": turns}
+    if system_text:
+        params["system"] = system_text
+    try:
+        return client.messages.count_tokens(**params).input_tokens
+    except anthropic.AnthropicError as err:
+        raise _unavailable(err, "token counting") from err
+
+
+# -- Message Batches ---------------------------------------------------------------------------
+
+
+def batch_request(custom_id: str, *, model: str, system: str, user: str, max_tokens: int) -> dict:
+    """One entry for `create_batch`: the same call as `complete`, tagged with `custom_id`
+    (1 to 64 characters of letters, digits, `_` and `-`)."""
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "messages": [{"role": "user", "content": user}],
+    }
+    if system:
+        params["system"] = system
+    return {"custom_id": custom_id, "params": params}
+
+
+def create_batch(client: anthropic.Anthropic, requests: list[dict[str, Any]]) -> str:
+    """Submit a Message Batch; returns its id."""
+    import anthropic
+
+    try:
+        return client.messages.batches.create(requests=requests).id
+    except anthropic.AnthropicError as err:
+        raise _unavailable(err, "batch API") from err
+
+
+def batch_status(client: anthropic.Anthropic, batch_id: str) -> dict[str, Any]:
+    """`{"id", "processing_status" ("in_progress" | "canceling" | "ended"), "request_counts"
+    ({processing, succeeded, errored, canceled, expired}), "ended_at"}`."""
+    import anthropic
+
+    try:
+        batch = client.messages.batches.retrieve(batch_id)
+    except anthropic.AnthropicError as err:
+        raise _unavailable(err, "batch API") from err
+    return {
+        "id": batch.id,
+        "processing_status": batch.processing_status,
+        "request_counts": batch.request_counts.to_dict(),
+        "ended_at": batch.ended_at.isoformat() if batch.ended_at else None,
+    }
+
+
+def batch_results(client: anthropic.Anthropic, batch_id: str) -> Iterator[tuple[str, str | None, str | None]]:
+    """`(custom_id, text, None)` per succeeded request, `(custom_id, None, error)` otherwise,
+    where error is "<error type>: <message>" or "canceled" / "expired". Results come in any
+    order; match them by custom_id. The batch must have ended."""
+    import anthropic
+
+    try:
+        for item in client.messages.batches.results(batch_id):
+            result = item.result
+            if result.type == "succeeded":
+                yield item.custom_id, _text_of(result.message), None
+            elif result.type == "errored":
+                error = result.error.error
+                yield item.custom_id, None, f"{error.type}: {error.message}"
+            else:
+                yield item.custom_id, None, result.type
+    except anthropic.AnthropicError as err:
+        raise _unavailable(err, "batch API") from err
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _text_of(message: Any) -> str:
+    return "".join(block.text for block in message.content if block.type == "text")
+
+
+def _split_system(
+    messages: list[dict[str, Any]], system: str | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    parts = [system] if system else []
+    turns = []
+    for message in messages:
+        if message.get("role") != "system":
+            turns.append(message)
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "\n".join(
+                b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+            )
+        if content:
+            parts.append(str(content))
+    return turns, "\n\n".join(parts) or None
+
+
+def _retries_taken(err: Exception) -> int:
+    """The SDK numbers each attempt in the `x-stainless-retry-count` request header; the failed
+    request's number is how many retries were made before giving up."""
+    try:
+        return int(err.request.headers.get("x-stainless-retry-count", 0))  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return 0
+
+
+def _unavailable(err: Exception, what: str) -> ApiUnavailable:
+    """Turn an SDK error into a one-line message with status, error type and request id."""
+    import anthropic
+
+    retries = _retries_taken(err)
+    after = f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
+    if isinstance(err, anthropic.APIStatusError):
+        error_type = err.type or ""
+        request_id = err.request_id
+        detail = f": {_one_line(err.api_message)}" if err.api_message else ""
+        return ApiUnavailable(
+            f"{what} unavailable: HTTP {err.status_code} {error_type}".rstrip()
+            + f" (request {request_id or 'id unknown'}){after}{detail}",
+            status_code=err.status_code,
+            error_type=err.type,
+            request_id=request_id,
+            api_message=err.api_message,
+            retries=retries,
+        )
+    if isinstance(err, anthropic.APITimeoutError):
+        limit = _header(err, "x-stainless-read-timeout")
+        per_attempt = f" (timeout {limit} s per attempt)" if limit else ""
+        return ApiUnavailable(f"{what} unavailable: request timed out{after}{per_attempt}", retries=retries)
+    if isinstance(err, anthropic.APIConnectionError):
+        cause = f": {_one_line(str(err.__cause__))}" if err.__cause__ else ""
+        return ApiUnavailable(
+            f"{what} unavailable: could not connect to {_host(err)}{after}{cause}", retries=retries
+        )
+    # No credentials, a malformed response, ...
+    return ApiUnavailable(f"{what} unavailable: {_one_line(str(err))}")
+
+
+def _header(err: Exception, name: str) -> str | None:
+    try:
+        return err.request.headers.get(name)  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _host(err: Exception) -> str:
+    try:
+        url = err.request.url  # type: ignore[attr-defined]
+        return f"{url.host}:{url.port}" if url.port else str(url.host)
+    except (AttributeError, RuntimeError):
+        return "the API"
+
+
+def _one_line(text: str | None, limit: int = 300) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
