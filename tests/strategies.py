@@ -1,0 +1,473 @@
+"""Hypothesis strategies for valid transcripts in each dialect.
+
+`conversations(dialect)` draws a list of JSON objects, one per transcript line, in which every
+tool call is answered by id in the next user turn and every result has its call. The variety
+follows the real files: tool results around the 100-character boundary and long ones, string
+and list contents, preserved tool names (read_file, Read), stringified SDK blocks (anthropic),
+split assistant records, toolUseResult copies, sub-agent sidechains and passthrough records
+(claude-code), and both tool_calls shapes (openai).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+DIALECTS = ("anthropic", "claude-code", "openai")
+
+# Pieces that tool output is made of: code, tracebacks, CJK, quotes and backslashes (which the
+# SDK reprs must escape), tabs and a JSON fragment.
+PIECES = (
+    "def total(rows):\n    return sum(r.amount for r in rows)\n",
+    'Traceback (most recent call last):\n  File "cli.py", line 12, in main\n',
+    "E   AssertionError: assert Decimal('1') == Decimal('1234.50')\n",
+    "路径 tally/ledger.py：读取失败 ✓\n",
+    'it\'s a "quoted" \\path\\to\\file\t',
+    '{"k": [1, 2, {"x": null}]}\n',
+    "ok",
+)
+# Exactly 100 and 101 sit on both sides of the default --min-chars.
+LENGTHS = st.one_of(st.sampled_from([0, 1, 99, 100, 101, 4096]), st.integers(2, 400), st.integers(1000, 6000))
+PROSE = (
+    "Add a --since option to the report command.",
+    "Run the tests again, please.",
+    "请在输出里加上百分比。",
+    "That's not what I meant: keep the output format.",
+    'Here\'s the traceback:\n  File "x.py", line 3\n',
+)
+PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4//8/AAX+Av4N70a4AAAAAElFTkSuQmCC"
+
+ANTHROPIC_TOOLS = ("bash", "read_file", "write_file", "edit_file", "grep", "glob", "todo")
+CLAUDE_CODE_TOOLS = ("Bash", "Read", "Edit", "Write", "Grep", "Glob", "TodoWrite", "WebFetch")
+OPENAI_TOOLS = ("bash", "shell", "read_file", "edit_file", "grep", "todo", "Read")
+
+
+def _fill(piece: str, n: int) -> str:
+    return (piece * (n // len(piece) + 1))[:n]
+
+
+def sized_text(lengths: st.SearchStrategy[int] = LENGTHS) -> st.SearchStrategy[str]:
+    """Text of a drawn exact length (cheap even for several KB)."""
+    pieces = st.lists(st.sampled_from(PIECES), min_size=1, max_size=3).map("".join)
+    return st.builds(_fill, pieces, lengths)
+
+
+def prose() -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(PROSE), st.text(min_size=1, max_size=40))
+
+
+def _result_content(list_ok: bool = True) -> st.SearchStrategy[Any]:
+    text = sized_text()
+    if not list_ok:
+        return text
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_1X1}}
+    blocks = st.builds(
+        lambda t, with_image: [{"type": "text", "text": t}] + ([image] if with_image else []),
+        text,
+        st.booleans(),
+    )
+    return st.one_of(text, text, text, blocks)
+
+
+def _tool_input(name: str) -> st.SearchStrategy[dict[str, Any]]:
+    value = st.one_of(st.sampled_from(["tally/cli.py", "ls -la", "def total"]), prose())
+    if name in ("bash", "shell", "Bash"):
+        return st.fixed_dictionaries({"command": value})
+    if name in ("Read", "Edit", "Write"):
+        return st.fixed_dictionaries({"file_path": value})
+    if name in ("todo", "TodoWrite"):
+        item = st.fixed_dictionaries({"content": prose(), "status": st.just("pending")})
+        return st.fixed_dictionaries({"items": st.lists(item, max_size=3)})
+    return st.fixed_dictionaries({"path": value}, optional={"limit": st.integers(1, 400)})
+
+
+class _Ids:
+    """Unique ids within one drawn conversation."""
+
+    def __init__(self, prefix: str, salt: int) -> None:
+        self.prefix, self.salt, self.n = prefix, salt, 0
+
+    def next(self) -> str:
+        self.n += 1
+        return f"{self.prefix}{self.salt:08x}{self.n:06d}"
+
+    def uuid(self) -> str:
+        self.n += 1
+        return f"{self.salt:08x}-0000-4000-8000-{self.n:012x}"
+
+
+def sdk_repr(block: dict[str, Any]) -> str:
+    """The repr the anthropic SDK gives its content blocks (values via Python's repr)."""
+    if block["type"] == "thinking":
+        return (
+            f"ThinkingBlock(signature={block['signature']!r}, thinking={block['thinking']!r}, "
+            "type='thinking')"
+        )
+    if block["type"] == "text":
+        return f"TextBlock(citations=None, text={block['text']!r}, type='text')"
+    return (
+        f"ToolUseBlock(id={block['id']!r}, caller=None, input={block['input']!r}, "
+        f"name={block['name']!r}, type='tool_use')"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# anthropic
+
+
+@st.composite
+def _anthropic(draw: st.DrawFn) -> list[dict[str, Any]]:
+    prefix = draw(st.sampled_from(["toolu_01", "call_00_", "toolu_bdrk_01"]))
+    ids = _Ids(prefix, draw(st.integers(0, 2**32 - 1)))
+    style = draw(st.sampled_from(["dict", "stringified", "mixed"]))
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": draw(prose())}]
+    n_turns = draw(st.integers(1, 6))
+    for turn in range(n_turns):
+        blocks: list[dict[str, Any]] = []
+        if draw(st.booleans()):
+            blocks.append(
+                {
+                    "type": "thinking",
+                    "thinking": draw(prose()),
+                    "signature": draw(st.sampled_from(["EqQBCkYIBxgC", "48c7b86a-a6"])),
+                }
+            )
+        if draw(st.booleans()):
+            blocks.append({"type": "text", "text": draw(prose())})
+        uses = []
+        for _ in range(draw(st.integers(0, 4))):
+            name = draw(st.sampled_from(ANTHROPIC_TOOLS))
+            uses.append(
+                {"type": "tool_use", "id": ids.next(), "name": name, "input": draw(_tool_input(name))}
+            )
+        blocks += uses
+        if not blocks:
+            blocks.append({"type": "text", "text": draw(prose())})
+        if style == "stringified" or (style == "mixed" and draw(st.booleans())):
+            content: Any = [sdk_repr(b) for b in blocks]
+        elif len(blocks) == 1 and blocks[0]["type"] == "text" and draw(st.booleans()):
+            content = blocks[0]["text"]  # a plain string message
+        else:
+            content = blocks
+        msgs.append({"role": "assistant", "content": content})
+        if uses:
+            results = []
+            for use in uses:
+                result = {"type": "tool_result", "tool_use_id": use["id"], "content": draw(_result_content())}
+                if draw(st.integers(0, 5)) == 0:
+                    result["is_error"] = True
+                results.append(result)
+            results = draw(st.permutations(results))
+            extra = draw(st.sampled_from(["none", "none", "block", "message"]))
+            if extra == "block":
+                results.append({"type": "text", "text": draw(prose())})
+            msgs.append({"role": "user", "content": results})
+            if extra == "message":
+                msgs.append({"role": "user", "content": draw(prose())})
+        elif turn < n_turns - 1:
+            msgs.append({"role": "user", "content": draw(prose())})
+    return msgs
+
+
+# ---------------------------------------------------------------------------------------------
+# claude-code
+
+
+class _ClaudeCode:
+    def __init__(self, salt: int) -> None:
+        self.ids = _Ids("toolu_01", salt)
+        self.session = self.ids.uuid()
+        self.records: list[dict[str, Any]] = []
+        self.second = 0
+
+    def stamp(self) -> str:
+        self.second += 1
+        return f"2025-11-18T09:{self.second // 60 % 60:02d}:{self.second % 60:02d}.000Z"
+
+    def head(self, parent: str | None, sidechain: bool, agent: str | None) -> dict[str, Any]:
+        rec: dict[str, Any] = {
+            "parentUuid": parent,
+            "isSidechain": sidechain,
+            "userType": "external",
+            "cwd": "/home/dev/tally",
+            "sessionId": self.session,
+            "version": "2.1.9",
+            "gitBranch": "main",
+        }
+        if agent:
+            rec["agentId"] = agent
+        return rec
+
+    def add(self, rec: dict[str, Any], kind: str) -> str:
+        rec["type"] = kind
+        rec["uuid"] = self.ids.uuid()
+        rec["timestamp"] = self.stamp()
+        self.records.append(rec)
+        return rec["uuid"]
+
+
+def _tool_use_result(name: str, content: Any, error: bool) -> Any:
+    if error:
+        return "Error: " + (content if isinstance(content, str) else "failed")
+    if not isinstance(content, str):
+        return content
+    if name == "Bash":
+        return {"stdout": content, "stderr": "", "interrupted": False, "isImage": False}
+    if name == "Read":
+        n = content.count("\n") + 1
+        file = {
+            "filePath": "/home/dev/tally/x.py",
+            "content": content,
+            "numLines": n,
+            "startLine": 1,
+            "totalLines": n,
+        }
+        return {"type": "text", "file": file}
+    return {"mode": "content", "content": content, "numLines": content.count("\n") + 1}
+
+
+def _passthrough(draw: st.DrawFn, cc: _ClaudeCode, last: str | None) -> dict[str, Any]:
+    kind = draw(
+        st.sampled_from(["summary", "file-history-snapshot", "queue-operation", "progress", "turn_duration"])
+    )
+    if kind == "summary":
+        return {"type": "summary", "summary": draw(prose()), "leafUuid": last or cc.session}
+    if kind == "file-history-snapshot":
+        snap = {"messageId": cc.session, "trackedFileBackups": {}, "timestamp": cc.stamp()}
+        return {"type": kind, "messageId": cc.session, "snapshot": snap, "isSnapshotUpdate": False}
+    if kind == "queue-operation":
+        return {
+            "type": kind,
+            "operation": "enqueue",
+            "timestamp": cc.stamp(),
+            "sessionId": cc.session,
+            "content": draw(prose()),
+        }
+    if kind == "progress":
+        rec = cc.head(last, False, None)
+        rec.update(
+            {
+                "type": "progress",
+                "data": {"type": "hook_progress", "hookEvent": "Stop"},
+                "toolUseID": "t1",
+                "parentToolUseID": "t1",
+                "uuid": cc.ids.uuid(),
+                "timestamp": cc.stamp(),
+            }
+        )
+        return rec
+    rec = cc.head(last, False, None)
+    rec.update(
+        {
+            "type": "system",
+            "subtype": "turn_duration",
+            "durationMs": 4242,
+            "timestamp": cc.stamp(),
+            "uuid": cc.ids.uuid(),
+            "isMeta": False,
+        }
+    )
+    return rec
+
+
+def _cc_conversation(
+    draw: st.DrawFn, cc: _ClaudeCode, sidechain: bool, agent: str | None, depth: int
+) -> None:
+    """One conversation (main or sub-agent), appended to cc.records in file order."""
+    last = cc.add(
+        {**cc.head(None, sidechain, agent), "message": {"role": "user", "content": draw(prose())}}, "user"
+    )
+    n_turns = draw(st.integers(1, 4 if depth == 0 else 2))
+    for turn in range(n_turns):
+        blocks: list[dict[str, Any]] = []
+        if draw(st.booleans()):
+            blocks.append({"type": "thinking", "thinking": draw(prose()), "signature": "Eq0B"})
+        if draw(st.booleans()):
+            blocks.append({"type": "text", "text": draw(prose())})
+        uses = []
+        for _ in range(draw(st.integers(0, 3))):
+            tasks = ("Task",) * 3 if depth == 0 else ()  # sub-agents are the interesting part
+            name = draw(st.sampled_from(CLAUDE_CODE_TOOLS + tasks))
+            uses.append(
+                {"type": "tool_use", "id": cc.ids.next(), "name": name, "input": draw(_tool_input(name))}
+            )
+        blocks += uses
+        if not blocks:
+            blocks.append({"type": "text", "text": draw(prose())})
+        usage = {
+            "input_tokens": 1,
+            "cache_creation_input_tokens": draw(st.integers(0, 5000)),
+            "cache_read_input_tokens": draw(st.integers(0, 150_000)),
+            "output_tokens": draw(st.integers(1, 900)),
+        }
+        message_id = cc.ids.next().replace("toolu_", "msg_")
+        split = draw(st.integers(0, 4)) > 0  # Claude Code writes one record per block
+        groups = [[b] for b in blocks] if split else [blocks]
+        use_record: dict[str, str] = {}
+        for group in groups:
+            message = {
+                "model": "claude-sonnet-4-5-20250929",
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "content": group,
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage,
+            }
+            rec = {**cc.head(last, sidechain, agent), "message": message, "requestId": "req_1"}
+            last = cc.add(rec, "assistant")
+            for b in group:
+                if b["type"] == "tool_use":
+                    use_record[b["id"]] = last
+        for use in uses:
+            if use["name"] == "Task" and draw(st.booleans()):
+                sub_agent = draw(st.sampled_from([None, f"a{cc.ids.n:06x}"]))
+                _cc_conversation(draw, cc, True, sub_agent, depth + 1)
+            content = draw(_result_content())
+            error = isinstance(content, str) and draw(st.integers(0, 5)) == 0
+            block = {"tool_use_id": use["id"], "type": "tool_result", "content": content}
+            if error:
+                block["is_error"] = True
+            rec = {
+                **cc.head(use_record[use["id"]], sidechain, agent),
+                "message": {"role": "user", "content": [block]},
+            }
+            if draw(st.integers(0, 3)) > 0:
+                rec["toolUseResult"] = _tool_use_result(use["name"], content, error)
+            last = cc.add(rec, "user")
+            if depth == 0 and draw(st.integers(0, 5)) == 0:
+                cc.records.append(_passthrough(draw, cc, last))
+        if depth == 0 and draw(st.integers(0, 3)) == 0:
+            cc.records.append(_passthrough(draw, cc, last))
+        if depth == 0 and not sidechain and draw(st.integers(0, 5)) == 0:
+            boundary = {
+                "parentUuid": None,
+                "logicalParentUuid": last,
+                **{k: v for k, v in cc.head(None, False, None).items() if k != "parentUuid"},
+                "subtype": "compact_boundary",
+                "content": "Conversation compacted",
+                "isMeta": False,
+                "level": "info",
+                "compactMetadata": {"trigger": "auto", "preTokens": 155_554},
+            }
+            last = cc.add(boundary, "system")
+            summary = {
+                **cc.head(last, False, None),
+                "message": {"role": "user", "content": draw(sized_text(st.integers(50, 3000)))},
+                "isVisibleInTranscriptOnly": True,
+                "isCompactSummary": True,
+            }
+            last = cc.add(summary, "user")
+        elif not uses and turn < n_turns - 1:
+            last = cc.add(
+                {**cc.head(last, sidechain, agent), "message": {"role": "user", "content": draw(prose())}},
+                "user",
+            )
+
+
+@st.composite
+def _claude_code(draw: st.DrawFn) -> list[dict[str, Any]]:
+    cc = _ClaudeCode(draw(st.integers(0, 2**32 - 1)))
+    if draw(st.integers(0, 4)) == 0:
+        # a sub-agent file: every record is a sidechain record of one agent
+        _cc_conversation(draw, cc, True, "abc3cb6", 1)
+        return cc.records
+    for _ in range(draw(st.integers(0, 2))):
+        cc.records.append(_passthrough(draw, cc, None))
+    _cc_conversation(draw, cc, False, None, 0)
+    return cc.records
+
+
+# ---------------------------------------------------------------------------------------------
+# openai
+
+
+@st.composite
+def _openai(draw: st.DrawFn) -> list[dict[str, Any]]:
+    flattened = draw(st.booleans())
+    ids = _Ids("call_", draw(st.integers(0, 2**32 - 1)))
+
+    def line(role: str, content: Any, call_id: Any = None, name: Any = None, calls: Any = None):
+        if flattened:
+            return {
+                "role": role,
+                "content": content,
+                "tool_call_id": call_id,
+                "name": name,
+                "tool_calls": calls or [],
+            }
+        msg: dict[str, Any] = {"role": role, "content": content}
+        if calls:
+            msg["tool_calls"] = calls
+        if call_id:
+            msg["tool_call_id"] = call_id
+            if name and draw(st.booleans()):
+                msg["name"] = name
+        return msg
+
+    msgs = []
+    if draw(st.booleans()):
+        msgs.append(line("system", draw(prose())))
+    msgs.append(line("user", draw(prose())))
+    n_turns = draw(st.integers(1, 6))
+    for turn in range(n_turns):
+        calls, results = [], []
+        for _ in range(draw(st.integers(0, 3))):
+            name = draw(st.sampled_from(OPENAI_TOOLS))
+            args = draw(_tool_input(name))
+            call_id = ids.next()
+            if flattened:
+                calls.append({"id": call_id, "name": name, "arguments": args})
+            else:
+                text = json.dumps(args, ensure_ascii=draw(st.booleans()))
+                fn = {"name": name, "arguments": text}
+                calls.append({"id": call_id, "type": "function", "function": fn})
+            # standard results may also be a list of text parts
+            content = (
+                draw(sized_text())
+                if flattened or draw(st.integers(0, 5))
+                else [{"type": "text", "text": draw(sized_text())}]
+            )
+            results.append(line("tool", content, call_id, name))
+        if calls:
+            text = draw(st.one_of(st.none(), st.just(""), prose()))
+            text = "" if flattened and text is None else text
+        else:
+            text = draw(prose())
+        msgs.append(line("assistant", text, calls=calls))
+        msgs.extend(draw(st.permutations(results)))
+        if (not calls and turn < n_turns - 1) or (calls and draw(st.integers(0, 3)) == 0):
+            msgs.append(line("user", draw(prose())))
+    return msgs
+
+
+# ---------------------------------------------------------------------------------------------
+# public API
+
+
+def conversations(dialect: str) -> st.SearchStrategy[list[dict[str, Any]]]:
+    """Valid conversations in `dialect` (anthropic | claude-code | openai), one dict per line."""
+    strategies = {"anthropic": _anthropic, "claude-code": _claude_code, "openai": _openai}
+    if dialect not in strategies:
+        raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+    return strategies[dialect]()
+
+
+def jsonl_bytes(records: list[dict[str, Any]], *, style: str = "compact") -> bytes:
+    """Serialize records as JSONL in one of the styles real files use.
+
+    compact: no spaces, raw UTF-8 (Claude Code); default: json.dumps defaults (", ", ": " and
+    \\u escapes, the reference tutorial agent); unicode: default separators, raw UTF-8.
+    """
+    if style == "compact":
+        dump = lambda r: json.dumps(r, ensure_ascii=False, separators=(",", ":"))  # noqa: E731
+    elif style == "default":
+        dump = json.dumps
+    elif style == "unicode":
+        dump = lambda r: json.dumps(r, ensure_ascii=False)  # noqa: E731
+    else:
+        raise ValueError(f"unknown style {style!r}; expected compact, default or unicode")
+    return "".join(dump(r) + "\n" for r in records).encode("utf-8")

@@ -1,0 +1,459 @@
+"""The committed samples are the generator's output, parse, and keep tool calls paired.
+
+The pairing check here is written independently of compactcli.dialects so that it can catch
+mistakes in either the samples or the strategies.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import find as hfind
+from strategies import DIALECTS, conversations, jsonl_bytes
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+SAMPLE_FILES = {
+    "anthropic/session.jsonl": "anthropic",
+    "anthropic/stringified.jsonl": "anthropic",
+    "claude-code/session.jsonl": "claude-code",
+    "claude-code/agent-subagent.jsonl": "claude-code",
+    "openai/session.jsonl": "openai",
+    "openai/flattened.jsonl": "openai",
+}
+
+Message = tuple[str, list[str], list[str]]  # role, tool_use ids, tool_result ids
+
+
+def parse_sdk_block(text: str) -> tuple[str, dict[str, Any]]:
+    """`ToolUseBlock(id='x', ...)` -> ("ToolUseBlock", {"id": "x", ...}) without eval."""
+    node = ast.parse(text, mode="eval").body
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name), text
+    assert not node.args, text
+    return node.func.id, {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
+
+
+def _blocks_ids(content: Any) -> tuple[list[str], list[str]]:
+    uses: list[str] = []
+    results: list[str] = []
+    if not isinstance(content, list):
+        return uses, results
+    for block in content:
+        if isinstance(block, str):
+            kind, fields = parse_sdk_block(block)
+            if kind == "ToolUseBlock":
+                uses.append(fields["id"])
+        elif block.get("type") == "tool_use":
+            uses.append(block["id"])
+        elif block.get("type") == "tool_result":
+            results.append(block["tool_use_id"])
+    return uses, results
+
+
+def anthropic_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
+    msgs = [(r["role"], *_blocks_ids(r["content"])) for r in records]
+    return [msgs]
+
+
+def openai_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
+    msgs: list[Message] = []
+    for r in records:
+        if r["role"] == "system":
+            continue
+        if r["role"] == "tool":
+            msgs.append(("user", [], [r["tool_call_id"]]))
+        else:
+            msgs.append((r["role"], [c["id"] for c in r.get("tool_calls") or []], []))
+    return [msgs]
+
+
+def claude_code_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
+    """One message list per conversation and compaction segment (DESIGN.md section 2)."""
+    by_uuid = {r["uuid"]: r for r in records if "uuid" in r}
+
+    def key(r: dict[str, Any]) -> str:
+        if not r.get("isSidechain"):
+            return "main"
+        if r.get("agentId"):
+            return "agent:" + r["agentId"]
+        root = r
+        while (parent := by_uuid.get(root.get("parentUuid"))) and parent.get("isSidechain"):
+            root = parent
+        return "tree:" + root["uuid"]
+
+    segments: dict[str, list[list[Message]]] = {}
+    for r in records:
+        if r.get("type") not in ("user", "assistant"):
+            continue
+        segs = segments.setdefault(key(r), [[]])
+        if r.get("isCompactSummary"):
+            segs.append([])
+        segs[-1].append((r["message"]["role"], *_blocks_ids(r["message"]["content"])))
+    return [seg for segs in segments.values() for seg in segs]
+
+
+MESSAGES = {"anthropic": anthropic_messages, "claude-code": claude_code_messages, "openai": openai_messages}
+
+
+def pairing_problems(conversation: list[Message]) -> list[str]:
+    """Every tool_use answered by id in the next user turn, every result with its tool_use."""
+    turns: list[list[Any]] = []
+    for role, uses, results in conversation:
+        if turns and turns[-1][0] == role:  # consecutive same-role messages form one turn
+            turns[-1][1] += uses
+            turns[-1][2] += results
+        else:
+            turns.append([role, list(uses), list(results)])
+    problems = []
+    for i, (role, uses, results) in enumerate(turns):
+        if role == "assistant":
+            if results:
+                problems.append(f"turn {i}: tool results in an assistant turn: {results}")
+            if uses and i == len(turns) - 1:
+                problems.append(f"turn {i}: unanswered at the end: {uses}")
+            continue
+        if uses:
+            problems.append(f"turn {i}: tool uses in a user turn: {uses}")
+        asked = turns[i - 1][1] if i > 0 and turns[i - 1][0] == "assistant" else []
+        if Counter(results) != Counter(asked):
+            problems.append(f"turn {i}: results {sorted(results)} for uses {sorted(asked)}")
+    return problems
+
+
+def file_problems(records: list[dict[str, Any]], dialect: str) -> list[str]:
+    problems = []
+    all_uses: list[str] = []
+    for conversation in MESSAGES[dialect](records):
+        problems += pairing_problems(conversation)
+        all_uses += [u for _, uses, _ in conversation for u in uses]
+    dup = [u for u, n in Counter(all_uses).items() if n > 1]
+    if dup:
+        problems.append(f"tool_use ids used more than once: {dup}")
+    return problems
+
+
+def load(rel: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (SAMPLES / rel).read_bytes().decode().splitlines()]
+
+
+# ---------------------------------------------------------------------------------------------
+# the checker itself
+
+
+def test_checker_catches_broken_pairing() -> None:
+    ok = [("user", [], []), ("assistant", ["a", "b"], []), ("user", [], ["b", "a"])]
+    assert pairing_problems(ok) == []
+    assert pairing_problems(ok[:2])  # unanswered
+    assert pairing_problems(ok + [("user", [], ["a"])])  # answered twice
+    assert pairing_problems([("user", [], ["x"])])  # result without a tool_use
+    late = [
+        ("user", [], []),
+        ("assistant", ["a"], []),
+        ("user", [], []),
+        ("assistant", [], []),
+        ("user", [], ["a"]),
+    ]
+    assert pairing_problems(late)  # answered, but not in the next user turn
+
+
+def test_parse_sdk_block_reads_python_reprs() -> None:
+    kind, fields = parse_sdk_block(
+        "ToolUseBlock(id='toolu_01', caller=None, input={'command': 'ls \\'x\"'}, name='bash', "
+        "type='tool_use')"
+    )
+    assert kind == "ToolUseBlock"
+    assert fields == {
+        "id": "toolu_01",
+        "caller": None,
+        "input": {"command": "ls 'x\""},
+        "name": "bash",
+        "type": "tool_use",
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# the committed samples
+
+
+def test_generator_reproduces_samples_byte_for_byte(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_samples.py"), str(tmp_path)], check=True)
+    made = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    committed = {p.relative_to(SAMPLES).as_posix() for p in SAMPLES.rglob("*") if p.is_file()}
+    assert made == committed == set(SAMPLE_FILES) | {"README.md"}
+    for rel in sorted(made):
+        assert (tmp_path / rel).read_bytes() == (SAMPLES / rel).read_bytes(), rel
+
+
+@pytest.mark.parametrize("rel", sorted(SAMPLE_FILES))
+def test_sample_lines_are_json_objects(rel: str) -> None:
+    data = (SAMPLES / rel).read_bytes()
+    assert data.endswith(b"\n") and b"\n\n" not in data
+    lines = data.decode("utf-8").splitlines()
+    assert 20 <= len(lines) <= 80, len(lines)
+    for n, line in enumerate(lines, 1):
+        assert isinstance(json.loads(line), dict), f"{rel}:{n}"
+
+
+@pytest.mark.parametrize("rel", sorted(SAMPLE_FILES))
+def test_sample_tool_calls_are_paired(rel: str) -> None:
+    records = load(rel)
+    assert file_problems(records, SAMPLE_FILES[rel]) == []
+    uses = [u for conv in MESSAGES[SAMPLE_FILES[rel]](records) for _, us, _ in conv for u in us]
+    assert len(uses) >= 5  # the check above had something to check
+
+
+def test_samples_total_size() -> None:
+    total = sum((SAMPLES / rel).stat().st_size for rel in SAMPLE_FILES)
+    assert 20_000 <= total <= 200_000, total
+
+
+def test_anthropic_session_features() -> None:
+    records = load("anthropic/session.jsonl")
+    blocks = [b for r in records if isinstance(r["content"], list) for b in r["content"]]
+    types = Counter(b["type"] for b in blocks)
+    assert types["thinking"] >= 1 and all(b["signature"] for b in blocks if b["type"] == "thinking")
+    names = {b["name"] for b in blocks if b["type"] == "tool_use"}
+    assert {"bash", "read_file", "write_file", "edit_file", "grep"} <= names
+    results = [b for b in blocks if b["type"] == "tool_result"]
+    lengths = {len(b["content"]) for b in results if isinstance(b["content"], str)}
+    assert {100, 101} <= lengths and min(lengths) < 100 and max(lengths) > 2000
+    listed = [b["content"] for b in results if isinstance(b["content"], list)]
+    assert [[c["type"] for c in content] for content in listed] == [["text", "image"]]
+    assert listed[0][1]["source"]["data"].startswith("iVBORw0KGgo")  # a PNG
+    parallel = [r for r in records if r["role"] == "user" and isinstance(r["content"], list)]
+    assert max(len(r["content"]) for r in parallel) >= 3
+
+
+def test_stringified_sample_uses_sdk_reprs() -> None:
+    text = (SAMPLES / "anthropic/stringified.jsonl").read_text("utf-8")
+    records = [json.loads(line) for line in text.splitlines()]
+    kinds = Counter()
+    for r in records:
+        if r["role"] == "assistant":
+            for block in r["content"]:
+                assert isinstance(block, str)
+                kind, fields = parse_sdk_block(block)
+                kinds[kind] += 1
+                order = {
+                    "ThinkingBlock": ["signature", "thinking", "type"],
+                    "TextBlock": ["citations", "text", "type"],
+                    "ToolUseBlock": ["id", "caller", "input", "name", "type"],
+                }[kind]
+                assert list(fields) == order
+        elif isinstance(r["content"], list):
+            assert all(isinstance(b, dict) for b in r["content"])
+    assert set(kinds) == {"ThinkingBlock", "TextBlock", "ToolUseBlock"}
+    assert '", "' in text and '": ' in text  # json.dumps default separators
+
+
+def test_claude_code_session_features() -> None:
+    raw = (SAMPLES / "claude-code/session.jsonl").read_text("utf-8")
+    assert '", "' not in raw and '": ' not in raw  # compact like the real logs
+    records = [json.loads(line) for line in raw.splitlines()]
+    kinds = Counter(r["type"] for r in records)
+    assert {"summary", "file-history-snapshot", "queue-operation", "system"} <= set(kinds)
+    assert {r.get("subtype") for r in records if r["type"] == "system"} == {
+        "turn_duration",
+        "compact_boundary",
+    }
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        if r["type"] == "assistant":
+            by_id.setdefault(r["message"]["id"], []).append(r)
+    split = [rs for rs in by_id.values() if len(rs) > 1]
+    assert split and all(len({json.dumps(r["message"]["usage"]) for r in rs}) == 1 for rs in split)
+    usage_keys = {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}
+    assert all(usage_keys <= set(rs[0]["message"]["usage"]) for rs in by_id.values())
+    results = [r for r in records if r["type"] == "user" and isinstance(r["message"]["content"], list)]
+    assert all(len(r["message"]["content"]) == 1 and "toolUseResult" in r for r in results)
+    turs = [r["toolUseResult"] for r in results]
+    assert any(isinstance(t, dict) and set(t) == {"stdout", "stderr", "interrupted", "isImage"} for t in turs)
+    assert any(isinstance(t, dict) and t.get("type") == "text" and "file" in t for t in turs)
+    side = [r for r in records if r.get("isSidechain")]
+    assert side and all(r.get("agentId") for r in side)
+    assert any(b.get("name") == "Task" for rs in by_id.values() for r in rs for b in r["message"]["content"])
+    i = next(n for n, r in enumerate(records) if r.get("subtype") == "compact_boundary")
+    boundary, summary = records[i], records[i + 1]
+    assert boundary["parentUuid"] is None and boundary["logicalParentUuid"] == records[i - 1]["uuid"]
+    assert boundary["compactMetadata"]["trigger"] == "auto"
+    assert boundary["compactMetadata"]["preTokens"] > 0
+    assert summary["isCompactSummary"] and summary["isVisibleInTranscriptOnly"]
+    assert summary["parentUuid"] == boundary["uuid"]
+    assert isinstance(summary["message"]["content"], str)
+    assert 0 < i < len(records) - 5  # in the middle
+
+
+def test_claude_code_uuid_chain_and_usage_growth() -> None:
+    records = load("claude-code/session.jsonl")
+    seen: set[str] = set()
+    sizes: dict[bool, list[int]] = {False: [], True: []}  # main context before/after compaction
+    compacted = False
+    for r in records:
+        if "uuid" not in r:
+            continue
+        parent = r["parentUuid"]
+        assert parent is None or parent in seen, r["uuid"]  # parents come first
+        seen.add(r["uuid"])
+        compacted = compacted or r.get("subtype") == "compact_boundary"
+        if r["type"] == "assistant" and not r["isSidechain"]:
+            u = r["message"]["usage"]
+            size = u["input_tokens"] + u["cache_creation_input_tokens"]
+            sizes[compacted].append(size + u["cache_read_input_tokens"])
+    roots = [r for r in records if "uuid" in r and r["parentUuid"] is None]
+    # the first prompt, the sub-agent's first prompt, and the compact boundary
+    assert [r["type"] for r in roots] == ["user", "user", "system"]
+    before, after = sizes[False], sizes[True]
+    assert before == sorted(before) and before[0] < before[-1]  # the context grows
+    assert after == sorted(after) and after[0] < before[-1]  # and shrinks at the compaction
+    assert before[-1] < roots[2]["compactMetadata"]["preTokens"]
+
+
+def test_agent_file_is_all_sidechain() -> None:
+    records = load("claude-code/agent-subagent.jsonl")
+    assert all(r["isSidechain"] is True and r["agentId"] == "b7e41f2" for r in records)
+    main = load("claude-code/session.jsonl")
+    task_results = [
+        r["toolUseResult"]
+        for r in main
+        if isinstance(r.get("toolUseResult"), dict) and "agentId" in r["toolUseResult"]
+    ]
+    assert {t["agentId"] for t in task_results} == {"a3f9c21", "b7e41f2"}
+
+
+def test_openai_standard_sample_shape() -> None:
+    records = load("openai/session.jsonl")
+    assert records[0]["role"] == "system" and records[-1]["role"] == "assistant"
+    calls = [c for r in records for c in r.get("tool_calls") or []]
+    for c in calls:
+        assert set(c) == {"id", "type", "function"} and c["type"] == "function"
+        assert isinstance(json.loads(c["function"]["arguments"]), dict)
+    assert max(len(r.get("tool_calls") or []) for r in records) >= 2  # parallel calls
+    assert all(r["tool_call_id"] for r in records if r["role"] == "tool")
+
+
+def test_openai_flattened_sample_shape() -> None:
+    raw = (SAMPLES / "openai/flattened.jsonl").read_text("utf-8")
+    records = [json.loads(line) for line in raw.splitlines()]
+    keys = ["role", "content", "tool_call_id", "name", "tool_calls"]
+    assert all(list(r) == keys for r in records)
+    calls = [c for r in records for c in r["tool_calls"]]
+    assert calls and all(set(c) == {"id", "name", "arguments"} for c in calls)
+    assert all(isinstance(c["arguments"], dict) for c in calls)
+    assert "百分比" in raw  # CJK written raw (ensure_ascii=False)
+    unused = [r for r in records if r["role"] == "user"]
+    assert all(r["tool_call_id"] is None and r["tool_calls"] == [] for r in unused)
+
+
+# ---------------------------------------------------------------------------------------------
+# the strategies
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# reachability: stop at the first example (shrinking several-KB conversations takes minutes)
+FIRST = settings(max_examples=500, database=None, phases=[Phase.generate])
+# hypothesis warns when it builds the repr of a found several-KB example; that is expected here
+QUIET_REPR = pytest.mark.filterwarnings("ignore:Generating overly large repr")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_strategies_produce_paired_conversations(dialect: str) -> None:
+    @FAST
+    @given(conversations(dialect))
+    def check(records: list[dict[str, Any]]) -> None:
+        assert records and all(isinstance(r, dict) for r in records)
+        assert file_problems(records, dialect) == []
+
+    check()
+
+
+@FAST
+@given(conversations("openai"))
+def test_jsonl_bytes_round_trips(records: list[dict[str, Any]]) -> None:
+    data = {style: jsonl_bytes(records, style=style) for style in ("compact", "default", "unicode")}
+    for blob in data.values():
+        lines = blob.decode("utf-8").split("\n")
+        assert lines[-1] == "" and [json.loads(line) for line in lines[:-1]] == records
+    assert data["default"].isascii()
+    # no spaces after separators, and raw UTF-8 instead of \u escapes
+    assert len(data["compact"]) < len(data["unicode"]) <= len(data["default"])
+
+
+def test_jsonl_bytes_rejects_unknown_style() -> None:
+    with pytest.raises(ValueError):
+        jsonl_bytes([{}], style="pretty")
+
+
+def _string_result_lengths(records: list[dict[str, Any]]) -> set[int]:
+    return {
+        len(b["content"])
+        for r in records
+        if isinstance(r.get("content"), list)
+        for b in r["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b["content"], str)
+    }
+
+
+@QUIET_REPR
+@pytest.mark.parametrize("length", [100, 101, 4000])
+def test_strategies_reach_the_min_chars_boundary(length: int) -> None:
+    found = hfind(
+        conversations("anthropic"),
+        lambda records: any(
+            n >= length if length > 1000 else n == length for n in _string_result_lengths(records)
+        ),
+        settings=FIRST,
+    )
+    assert _string_result_lengths(found)
+
+
+@QUIET_REPR
+@pytest.mark.parametrize(
+    ("dialect", "wanted"),
+    [
+        (
+            "anthropic",
+            lambda rs: any(
+                isinstance(b, str) and b.startswith("ToolUseBlock(")
+                for r in rs
+                if isinstance(r["content"], list)
+                for b in r["content"]
+            ),
+        ),
+        (
+            "claude-code",
+            lambda rs: (
+                any(r.get("isSidechain") and r.get("agentId") for r in rs)
+                and any(not r.get("isSidechain") for r in rs)
+            ),
+        ),
+        ("claude-code", lambda rs: any(r.get("isCompactSummary") for r in rs)),
+        (
+            "claude-code",
+            lambda rs: (
+                len({r["message"]["id"] for r in rs if r.get("type") == "assistant"})
+                < sum(r.get("type") == "assistant" for r in rs)
+            ),
+        ),
+        ("openai", lambda rs: any("function" in c for r in rs for c in r.get("tool_calls") or [])),
+        (
+            "openai",
+            lambda rs: any(
+                isinstance(c.get("arguments"), dict) for r in rs for c in r.get("tool_calls") or []
+            ),
+        ),
+    ],
+)
+def test_strategies_reach_dialect_features(dialect: str, wanted: Any) -> None:
+    assert wanted(hfind(conversations(dialect), wanted, settings=FIRST))
+
+
+def test_unknown_dialect_is_rejected() -> None:
+    with pytest.raises(ValueError):
+        conversations("gemini")
