@@ -613,10 +613,10 @@ def test_cli_stdin(bad):
     assert result.stdout.startswith("<stdin>:2: missing-tool-result:")
 
 
-def test_cli_format_overrides_detection(tmp_path):
+def test_cli_dialect_overrides_detection(tmp_path):
     path = write(tmp_path / "chat.jsonl", [{"role": "system", "content": "hi"}, text("user", "go")])
     assert run(str(path)).exit_code == 0  # detected as openai: system is a role there
-    forced = run(str(path), "--format", "anthropic")
+    forced = run(str(path), "--dialect", "anthropic")
     assert forced.exit_code == 1
     assert f"{path}:1: invalid-role:" in forced.stdout
 

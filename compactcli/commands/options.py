@@ -16,7 +16,7 @@ def input_options(func):
     @click.argument("paths", nargs=-1, required=True, type=click.Path(allow_dash=True, exists=True))
     @click.option("--glob", "glob", default="*.jsonl", show_default=True, help="Files to pick in folders.")
     @click.option(
-        "--format",
+        "--dialect",
         "fmt",
         type=click.Choice(dialects.NAMES),
         default=None,
