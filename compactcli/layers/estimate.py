@@ -1,0 +1,211 @@
+"""Pure pieces of `estimate`: recorded usage, the heaviest tool results, count_tokens requests,
+the limit check and GitHub annotations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def recorded_context(usage: object) -> int:
+    """The context a model call saw, from its `usage`: input plus cache writes and reads."""
+    if not isinstance(usage, dict):
+        return 0
+    return sum(v for k in USAGE_KEYS if isinstance(v := usage.get(k), int))
+
+
+def is_synthetic(record: dict, message: dict) -> bool:
+    """A Claude Code assistant record that no model call produced (an API error notice)."""
+    return bool(record.get("isApiErrorMessage")) or message.get("model") == "<synthetic>"
+
+
+@dataclass
+class UsageTracker:
+    """The usage recorded on assistant messages, fed in file order.
+
+    One response split over several records (sharing `message.id`) repeats its usage on each;
+    it is one call, and its output is counted once (from its last record, the final figure).
+    """
+
+    last: int | None = None  # context at the last model call
+    calls: int = 0
+    _output_done: int = 0  # output tokens of the finished calls
+    _output_open: int = 0  # of the call being read
+    _call_id: object = None
+
+    def add(self, message: dict) -> None:
+        usage = message.get("usage")
+        context = recorded_context(usage)
+        if not context:
+            return
+        call_id = message.get("id")
+        if call_id is None or call_id != self._call_id:
+            self.calls += 1
+            self._output_done += self._output_open
+            self._call_id = call_id
+        output = usage.get("output_tokens") if isinstance(usage, dict) else None
+        self._output_open = output if isinstance(output, int) else 0
+        self.last = context
+
+    @property
+    def output_tokens(self) -> int:
+        return self._output_done + self._output_open
+
+
+@dataclass(order=True)
+class HeavyResult:
+    tokens: int
+    line: int
+    tool_use_id: str = field(default="", compare=False)
+    tool: str = field(default="unknown", compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "tool": self.tool,
+            "tokens": self.tokens,
+            "tool_use_id": self.tool_use_id,
+        }
+
+
+class TopResults:
+    """The `size` heaviest tool results seen, kept in a bounded heap."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._heap: list[HeavyResult] = []
+
+    def add(self, tokens: int, line: int, tool_use_id: object) -> None:
+        if self.size <= 0:
+            return
+        item = HeavyResult(tokens, -line, str(tool_use_id or ""))  # -line: on ties the earlier wins
+        if len(self._heap) < self.size:
+            heapq.heappush(self._heap, item)
+        elif item > self._heap[0]:
+            heapq.heapreplace(self._heap, item)
+
+    def result(self, names: dict[str, str]) -> list[HeavyResult]:
+        """Heaviest first, with tool names looked up by tool_use id."""
+        out = []
+        for item in sorted(self._heap, reverse=True):
+            name = names.get(item.tool_use_id, "unknown")
+            out.append(HeavyResult(item.tokens, -item.line, item.tool_use_id, name))
+        return out
+
+
+# --- count_tokens requests ---------------------------------------------------------------------
+
+
+def _blocks(content: object) -> list:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return list(content)
+    return [] if content is None else [{"type": "text", "text": str(content)}]
+
+
+def _empty_text(block: object) -> bool:
+    # The API refuses empty text blocks ("text content blocks must be non-empty").
+    return isinstance(block, dict) and block.get("type") == "text" and not block.get("text")
+
+
+def _system_text(content: object) -> str:
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return "" if content is None else str(content)
+
+
+def count_request(messages: list[dict]) -> tuple[list[dict], str | None]:
+    """The `messages` and `system` of a count_tokens request for normalized messages.
+
+    count_tokens validates like messages.create, so: system messages move to `system`; runs of
+    one role become one turn (as the API would combine them), with a user turn's tool_result
+    blocks first, as Claude Code sends them; empty text blocks and empty turns are dropped.
+    """
+    system: list[str] = []
+    turns: list[dict] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "system":
+            text = _system_text(message.get("content"))
+            if text:
+                system.append(text)
+            continue
+        blocks = [b for b in _blocks(message.get("content")) if not _empty_text(b)]
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    for turn in turns:
+        if turn["role"] == "user":
+            content = turn["content"]
+            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            if results and len(results) != len(content):
+                others = [
+                    b
+                    for b in content
+                    if not (isinstance(b, dict) and b.get("type") == "tool_result")
+                ]
+                turn["content"] = results + others
+    return turns, ("\n\n".join(system) or None)
+
+
+def request_key(model: str, turns: list[dict], system: str | None) -> str:
+    """A content hash of a count_tokens request, for the cache."""
+    body = {"v": 1, "model": model, "system": system, "messages": turns}
+    try:
+        data = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        data = json.dumps(body, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
+
+
+# --- the limit and annotations -------------------------------------------------------------------
+
+
+def share(tokens: int | None, max_tokens: int | None) -> float | None:
+    """tokens as a fraction of the limit."""
+    if tokens is None or not max_tokens:
+        return None
+    return tokens / max_tokens
+
+
+def is_over(tokens: int | None, max_tokens: int | None) -> bool:
+    return tokens is not None and max_tokens is not None and tokens > max_tokens
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(
+    level: str, message: str, *, file: str | None = None, line: int | None = None, title: str = ""
+) -> str:
+    """A GitHub Actions workflow command such as `::error file=a.jsonl,title=...::message`."""
+    props = []
+    if file is not None:
+        props.append(f"file={_escape_property(file)}")
+    if line is not None:
+        props.append(f"line={line}")
+    if title:
+        props.append(f"title={_escape_property(title)}")
+    head = f"::{level} {','.join(props)}" if props else f"::{level}"
+    return f"{head}::{_escape_data(message)}"
