@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from compactcli import __version__
+from compactcli.commands.estimate import estimate
 from compactcli.commands.micro import micro
 from compactcli.commands.restore import restore
 from compactcli.commands.validate import validate
@@ -17,6 +18,7 @@ def cli() -> None:
     """Compact saved LLM-agent transcripts (JSONL): Anthropic Messages, Claude Code logs, OpenAI chat."""
 
 
+cli.add_command(estimate)
 cli.add_command(micro)
 cli.add_command(restore)
 cli.add_command(validate)
