@@ -277,13 +277,13 @@ class _Maker:
         """A user prompt, then tool calls until the model answers in text."""
         yield self.prompt()
         for _ in range(self.rng.randint(3, 25)):
-            lead: list = []
+            preamble: list = []
             if self.rng.random() < 0.25:
-                lead.append(
+                preamble.append(
                     {"type": "thinking", "thinking": self.sentence(100, 1500), "signature": "Eu8B" * 20}
                 )
-            if self.dialect == "claude-code" and lead:
-                yield self.assistant(lead)
+            if self.dialect == "claude-code" and preamble:
+                yield self.assistant(preamble)
             width = 1 if self.rng.random() < 0.85 else self.rng.randint(2, 4)  # parallel calls
             names = self.rng.choices([t for t, _ in TOOLS], weights=[w for _, w in TOOLS], k=width)
             calls = [(self.tool_id(), name) for name in names]
@@ -296,7 +296,7 @@ class _Maker:
                     yield self.assistant([use])
             else:
                 text = {"type": "text", "text": self.sentence(20, 200)}
-                yield self.assistant([*lead, text, *uses])
+                yield self.assistant([*preamble, text, *uses])
             task_calls = [call for call in calls if call[1] == "Task"]
             if task_calls and self.dialect == "claude-code":
                 yield from self.sub_agent()
