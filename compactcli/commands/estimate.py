@@ -375,13 +375,14 @@ sub-agent (sidechain) records only is counted as its own conversation.
 
 \b
 Methods (--method):
-  heuristic  calibrated estimate of what the model is billed (default; about 8% median error
-             on recorded sessions, see --calibrate)
+  heuristic  calibrated estimate of what the model is billed for the messages (default;
+             about 8% median error on recorded sessions, see --calibrate)
   seed       len(str(messages)) // 4, the reference agent loop's trigger
   api        messages.count_tokens (exact; needs ANTHROPIC_API_KEY; --model); answers are
              cached by content hash under $XDG_CACHE_HOME/compactcli (--no-cache to skip)
-  usage      the context recorded at the last model call (Claude Code usage fields); a file
-             without any is reported as "no usage recorded" and, with --max-tokens, fails (1)
+  usage      the context recorded at the last model call (Claude Code usage fields), which
+             also holds the system prompt and tool definitions that transcripts do not; a
+             file without any is reported as "no usage recorded" and fails --max-tokens (1)
 
 \b
 Output (--format, on stdout):
@@ -390,15 +391,19 @@ Output (--format, on stdout):
   json    one JSON object per file (JSON lines)
   csv     a header, then one row per file
   github  ::error annotations for files over --max-tokens (or failing); nothing for the rest
-The category split is always the heuristic's: with another method it shows where the tokens are.
---top N lists the N heaviest tool results (line, tool, tokens): what micro could clear.
+
+The category split is always the heuristic's; with another method it shows where the tokens
+are. --top N lists the N heaviest tool results (line, tool, tokens): what micro could clear.
 
 --calibrate: PATHS are Claude Code sessions; print each method's error against their recorded
 usage instead.
 """
 
 
-@click.command(help=HELP, epilog=EXIT_CODES_HELP + " Here 1 means a file is over --max-tokens.")
+@click.command(
+    help=HELP,
+    epilog=EXIT_CODES_HELP + " Here 1: a file is over --max-tokens, or cannot be checked.",
+)
 @input_options
 @click.option(
     "--method",
