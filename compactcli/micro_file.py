@@ -109,7 +109,7 @@ def analyze(
 ) -> MicroEdit:
     """Read the file once and decide what micro clears. `estimator(dialect)` backs --trigger-tokens."""
     dialect = dialects.get(fmt or detect_dialect(source))
-    index = MicroIndex(dialect)
+    index = MicroIndex(dialect, placeholder=options.placeholder)
     counter = estimator(dialect) if (estimator and options.trigger_tokens) else None
     edit = MicroEdit(path, dialect, {}, on_invalid, {}, spool=tempfile.TemporaryFile())
     spool = edit.spool

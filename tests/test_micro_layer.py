@@ -28,10 +28,11 @@ def anthropic_conversation(results: list[tuple[str, str, str]]) -> list[dict]:
 
 
 def run_plan(records: list[dict], dialect: str = "anthropic", **options) -> dict[int, list[tuple[int, str]]]:
-    index = MicroIndex(dialects.get(dialect))
+    micro_options = MicroOptions(**options)
+    index = MicroIndex(dialects.get(dialect), placeholder=micro_options.placeholder)
     for number, record in enumerate(records, 1):
         index.add(number, record)
-    return plan(index, MicroOptions(**options))
+    return plan(index, micro_options)
 
 
 def cleared_lines(records, dialect="anthropic", **options) -> set[int]:
@@ -69,7 +70,9 @@ def test_read_file_and_read_preserved_by_default():
 def test_placeholder_text_and_unknown_tool():
     records = anthropic_conversation([(f"t{i}", "bash", BIG) for i in range(4)])
     # a result whose tool_use is nowhere in the file
-    records.insert(1, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "zz", "content": BIG}]})
+    records.insert(
+        1, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "zz", "content": BIG}]}
+    )
     clears = run_plan(records)
     assert clears[2] == [(0, "[Previous: used unknown]")]
     assert clears[4] == [(0, "[Previous: used bash]")]
@@ -82,7 +85,9 @@ def test_custom_placeholder_keeps_other_braces():
 
 def test_list_content_kept_unless_clear_multimodal():
     image = [{"type": "text", "text": BIG}, {"type": "image", "source": {"type": "base64", "data": "AAAA"}}]
-    records = anthropic_conversation([("a", "screenshot", image)] + [(f"k{i}", "bash", BIG) for i in range(3)])
+    records = anthropic_conversation(
+        [("a", "screenshot", image)] + [(f"k{i}", "bash", BIG) for i in range(3)]
+    )
     assert cleared_lines(records) == set()
     assert cleared_lines(records, clear_multimodal=True) == {3}
 
@@ -103,7 +108,9 @@ def test_tool_name_from_stringified_block():
 
 
 def test_stringified_read_file_is_preserved():
-    block = "ToolUseBlock(id='toolu_01', caller=None, input={'path': 'a.py'}, name='read_file', type='tool_use')"
+    block = (
+        "ToolUseBlock(id='toolu_01', caller=None, input={'path': 'a.py'}, name='read_file', type='tool_use')"
+    )
     records = [
         {"role": "assistant", "content": [block]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": BIG}]},
@@ -185,7 +192,7 @@ def test_claude_code_sidechains_counted_on_their_own():
 
     records = pair(0, False) + pair(1, True, parent=None) + pair(2, False) + pair(3, True, parent="u1")
     records += pair(4, False) + pair(5, False)
-    # main has 4 results (lines 2, 6, 10, 12): the first is cleared; the sidechain tree (lines 4, 8) has 2: kept.
+    # main has 4 results (lines 2, 6, 10, 12): the first is cleared; the sidechain (lines 4, 8) has 2: kept.
     assert cleared_lines(records, "claude-code") == {2}
     # one sub-agent per agentId, even without parent links
     records = [r for i in range(5) for r in pair(10 + i, True, agent="A")]
@@ -206,7 +213,9 @@ def test_claude_code_sidechain_tree_without_agent_id():
         side += [use, res]
         parent = f"u{i}"
     # a second tree rooted at a sidechain record whose parent is a main record
-    other = claude_code_record("assistant", "b0", "main-1", [{"type": "tool_use", "id": "s0", "name": "Bash"}])
+    other = claude_code_record(
+        "assistant", "b0", "main-1", [{"type": "tool_use", "id": "s0", "name": "Bash"}]
+    )
     other_res = claude_code_record(
         "user", "c0", "b0", [{"type": "tool_result", "tool_use_id": "s0", "content": BIG}]
     )

@@ -10,6 +10,7 @@ from compactcli.dialects.base import (
     ToolUse,
     blocks_tool_results,
     blocks_tool_uses,
+    scan_blocks,
     set_block_content,
 )
 from compactcli.dialects.sdk_repr import parse_sdk_repr
@@ -43,6 +44,9 @@ class AnthropicDialect(Dialect):
 
     def tool_results(self, record: dict) -> list[ToolResult]:
         return blocks_tool_results(record.get("content"))
+
+    def scan(self, record: dict) -> tuple[list[ToolUse], list[ToolResult]]:
+        return scan_blocks(record.get("content"), parse_sdk_repr)
 
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         set_block_content(record["content"], slot, content)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 MAIN = "main"  # key of the main conversation; sub-agent conversations get their own keys
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: frozen dataclasses cost 6x more to create, on the hot path
 class ToolResult:
     """One tool result inside a record; `slot` is its content block index, or -1 for the whole message."""
 
@@ -17,7 +17,7 @@ class ToolResult:
     content: object
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolUse:
     id: str
     name: str
@@ -41,6 +41,10 @@ class Dialect:
 
     def tool_results(self, record: dict) -> list[ToolResult]:
         raise NotImplementedError
+
+    def scan(self, record: dict) -> tuple[list[ToolUse], list[ToolResult]]:
+        """Tool uses and results of a record at once (one walk over its blocks where the dialect can)."""
+        return list(self.tool_uses(record)), self.tool_results(record)
 
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         """Replace one tool result's content in place."""
@@ -69,6 +73,26 @@ def blocks_tool_uses(content: object, parse_repr=None) -> Iterator[ToolUse]:
             parsed = parse_repr(block)
             if parsed and parsed.get("type") in ("tool_use", "server_tool_use") and parsed.get("id"):
                 yield ToolUse(str(parsed["id"]), str(parsed.get("name", "unknown")))
+
+
+def scan_blocks(content: object, parse_repr=None) -> tuple[list[ToolUse], list[ToolResult]]:
+    """blocks_tool_uses and blocks_tool_results in one walk over a content list."""
+    uses: list[ToolUse] = []
+    results: list[ToolResult] = []
+    if not isinstance(content, list):
+        return uses, results
+    for index, block in enumerate(content):
+        if isinstance(block, dict):
+            kind = block.get("type")
+            if kind == "tool_result":
+                results.append(ToolResult(block.get("tool_use_id"), index, block.get("content")))
+            elif kind in ("tool_use", "server_tool_use") and isinstance(block.get("id"), str):
+                uses.append(ToolUse(block["id"], str(block.get("name", "unknown"))))
+        elif parse_repr is not None and isinstance(block, str):
+            parsed = parse_repr(block)
+            if parsed and parsed.get("type") in ("tool_use", "server_tool_use") and parsed.get("id"):
+                uses.append(ToolUse(str(parsed["id"]), str(parsed.get("name", "unknown"))))
+    return uses, results
 
 
 def blocks_tool_results(content: object) -> list[ToolResult]:

@@ -12,6 +12,7 @@ from compactcli.dialects.base import (
     ToolUse,
     blocks_tool_results,
     blocks_tool_uses,
+    scan_blocks,
     set_block_content,
 )
 
@@ -72,6 +73,10 @@ class ClaudeCodeDialect(Dialect):
     def tool_results(self, record: dict) -> list[ToolResult]:
         message = self.message(record)
         return blocks_tool_results(message.get("content")) if message else []
+
+    def scan(self, record: dict) -> tuple[list[ToolUse], list[ToolResult]]:
+        message = self.message(record)
+        return scan_blocks(message.get("content")) if message else ([], [])
 
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         set_block_content(record["message"]["content"], slot, content)

@@ -14,7 +14,7 @@ from compactcli.dialects import Dialect
 
 DEFAULT_PLACEHOLDER = "[Previous: used {tool_name}]"
 DEFAULT_PRESERVE = frozenset({"read_file", "Read"})
-# Results this short are remembered verbatim, so a placeholder already in place is recognised (idempotence).
+# A result that may be a placeholder already in place is remembered verbatim (idempotence).
 _REMEMBER_TEXT_UP_TO = 4096
 
 
@@ -77,19 +77,27 @@ class MicroIndex:
     tool_names: dict[str, str] = field(default_factory=dict)
     results: dict[str, list[ResultFact]] = field(default_factory=dict)
 
+    placeholder: str = DEFAULT_PLACEHOLDER
+
     def __post_init__(self) -> None:
         self._tracker = self.dialect.new_tracker()
+        self._head, _, self._tail = self.placeholder.partition("{tool_name}")
+
+    def _may_be_placeholder(self, text: str) -> bool:
+        # Only texts that could be a placeholder are kept: memory must not follow the file's size.
+        return len(text) <= _REMEMBER_TEXT_UP_TO and text.startswith(self._head) and text.endswith(self._tail)
 
     def add(self, line: int, record: dict) -> list[ResultFact]:
         """Remember the record's tool uses and results; returns the results' facts."""
         conversation = self._tracker.key(record)
-        added = []
-        for use in self.dialect.tool_uses(record):
+        added: list[ResultFact] = []
+        uses, results = self.dialect.scan(record)
+        for use in uses:
             self.tool_names.setdefault(use.id, use.name)
-        for result in self.dialect.tool_results(record):
+        for result in results:
             content = result.content
             is_text = isinstance(content, str)
-            short = content if is_text and len(content) <= _REMEMBER_TEXT_UP_TO else None
+            short = content if is_text and self._may_be_placeholder(content) else None
             fact = ResultFact(line, result.slot, result.tool_use_id, is_text, content_chars(content), short)
             self.results.setdefault(conversation, []).append(fact)
             added.append(fact)
