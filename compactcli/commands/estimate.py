@@ -404,7 +404,7 @@ usage instead.
     help=HELP,
     epilog=EXIT_CODES_HELP + " Here 1: a file is over --max-tokens, or cannot be checked.",
 )
-@input_options
+@input_options(format_is_dialect=False)
 @click.option(
     "--method",
     type=click.Choice(METHODS),

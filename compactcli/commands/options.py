@@ -10,13 +10,20 @@ from compactcli import dialects
 from compactcli.transcript import ON_INVALID
 
 
-def input_options(func):
-    """Paths, discovery, dialect and bad-input handling."""
+def input_options(func=None, *, format_is_dialect: bool = True):
+    """Paths, discovery, dialect and bad-input handling.
+
+    The dialect is `--dialect`; `--format` names it too (as DESIGN.md spells it), except in commands
+    whose `--format` is their output format (estimate).
+    """
+    if func is None:
+        return functools.partial(input_options, format_is_dialect=format_is_dialect)
+    dialect_flags = ("--dialect", "--format") if format_is_dialect else ("--dialect",)
 
     @click.argument("paths", nargs=-1, required=True, type=click.Path(allow_dash=True, exists=True))
     @click.option("--glob", "glob", default="*.jsonl", show_default=True, help="Files to pick in folders.")
     @click.option(
-        "--dialect",
+        *dialect_flags,
         "fmt",
         type=click.Choice(dialects.NAMES),
         default=None,
