@@ -189,9 +189,9 @@ def test_kill_9_at_random_moments_never_leaves_a_half_written_transcript(
         state, bad = interrupted_run(tmp_path / f"trial{trial}", big, after_delay)
         states[state] += 1
         damaged += [f"trial {trial}, killed after {delay:.3f}s: {name}" for name in bad]
+    # Where random kills land depends on the machine's load; the phase-targeted test below makes sure
+    # every phase is hit. Here every outcome, wherever it landed, must be whole.
     print(f"\nkill -9 outcomes over {TRIALS} trials: {dict(states)}")
-    # The kills landed in different phases, not all before or after the work.
-    assert len(states) >= 2, states
     assert not damaged, f"truncated archives left under an archive name: {damaged}"
 
 
