@@ -194,11 +194,7 @@ def generate(
         line = _dumps(use)
         yield line, line
         short = i % SHORT_EVERY == SHORT_EVERY - 1
-        chars = (
-            rng.randint(20, MIN_CHARS)
-            if short
-            else rng.randint(result_chars // 2, result_chars * 3 // 2)
-        )
+        chars = rng.randint(20, MIN_CHARS) if short else rng.randint(result_chars // 2, result_chars * 3 // 2)
         content = f"$ {ids['names'][i]} step {i}\n" + text.take(max(chars - 20, 1))
         _set_result(dialect, result, content, ui_copy=True)
         original = _dumps(result)

@@ -83,9 +83,7 @@ EXPECTED_LINES = [
 ORIGINAL = b"".join(ORIGINAL_LINES)
 EXPECTED = b"".join(EXPECTED_LINES)
 ARCHIVE_RE = re.compile(r"^t\.(?P<ts>\d{8}T\d{12}Z)\.(?P<sha>[0-9a-f]{12})\.jsonl$")
-SUMMARY_RE = re.compile(
-    r"^\d+ files? compacted, \d+ unchanged(, \d+ skipped)?(, \d+ busy)?(, \d+ failed)?$"
-)
+SUMMARY_RE = re.compile(r"^\d+ files? compacted, \d+ unchanged(, \d+ skipped)?(, \d+ busy)?(, \d+ failed)?$")
 
 
 def compactcli_command() -> list[str]:
@@ -157,9 +155,7 @@ def assert_untouched(path: Path, data: bytes = ORIGINAL) -> None:
 
 def test_expected_result_is_what_the_rules_say() -> None:
     """The hand-built expectation itself: two lines differ, and only in the cleared content."""
-    changed = [
-        n for n, (a, b) in enumerate(zip(ORIGINAL_LINES, EXPECTED_LINES, strict=True), 1) if a != b
-    ]
+    changed = [n for n, (a, b) in enumerate(zip(ORIGINAL_LINES, EXPECTED_LINES, strict=True), 1) if a != b]
     assert changed == [3, 8]
     assert json.loads(EXPECTED_LINES[2])["content"][0]["content"] == "[Previous: used bash]"
     assert json.loads(EXPECTED_LINES[7])["content"][0]["content"] == "[Previous: used unknown]"
@@ -403,9 +399,7 @@ BAD_LINES = {
 
 
 @pytest.mark.parametrize("kind", BAD_LINES)
-def test_bad_line_fails_its_file_only_with_exit_65_naming_path_and_line(
-    tmp_path: Path, kind: str
-) -> None:
+def test_bad_line_fails_its_file_only_with_exit_65_naming_path_and_line(tmp_path: Path, kind: str) -> None:
     good = tmp_path / "a-good.jsonl"
     good.write_bytes(ORIGINAL)
     bad = tmp_path / "b-bad.jsonl"

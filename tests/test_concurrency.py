@@ -74,8 +74,7 @@ def compactcli() -> list[str]:
 def appended(count: int) -> bytes:
     """What APPENDER wrote after `count` lines (the same json.dumps call)."""
     return b"".join(
-        (json.dumps({"role": "user", "content": f"appended {i}"}) + "\n").encode()
-        for i in range(count)
+        (json.dumps({"role": "user", "content": f"appended {i}"}) + "\n").encode() for i in range(count)
     )
 
 
@@ -89,9 +88,7 @@ def archives_of(path: Path) -> list[Path]:
     folder = path.parent / ".transcripts"
     if not folder.exists():
         return []
-    return [
-        p for p in folder.iterdir() if p.name.startswith(path.stem + ".") and p.suffix == ".jsonl"
-    ]
+    return [p for p in folder.iterdir() if p.name.startswith(path.stem + ".") and p.suffix == ".jsonl"]
 
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -124,9 +121,7 @@ def make_folder(root: Path, count: int = 32, seed: int = 7) -> dict[Path, tuple[
         sub.mkdir(parents=True, exist_ok=True)
         turns = 3 if i % 8 == 7 else rng.randint(8, 40)  # 3 results: nothing to clear
         path = sub / f"{dialect}-{i:02d}.jsonl"
-        files[path] = bigfile.write(
-            path, dialect, turns=turns, result_chars=rng.randint(200, 3000), seed=i
-        )
+        files[path] = bigfile.write(path, dialect, turns=turns, result_chars=rng.randint(200, 3000), seed=i)
     return files
 
 
@@ -135,9 +130,7 @@ def assert_compacted_once(files: dict[Path, tuple[bytes, bytes]]) -> None:
         assert path.read_bytes() == expected, f"{path}: not the expected result"
         archives = archives_of(path)
         records = [
-            r
-            for r in manifest_lines(path.parent / ".transcripts")
-            if r["source"] == str(path.resolve())
+            r for r in manifest_lines(path.parent / ".transcripts") if r["source"] == str(path.resolve())
         ]
         if original == expected:
             assert archives == [] and records == [], f"{path}: archived though unchanged"
@@ -151,10 +144,7 @@ def assert_compacted_once(files: dict[Path, tuple[bytes, bytes]]) -> None:
 
 
 def run_all(commands: list[list[str]]) -> list[subprocess.CompletedProcess]:
-    procs = [
-        subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for c in commands
-    ]
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
     results = []
     for proc, command in zip(procs, commands, strict=True):
         out, err = proc.communicate(timeout=120)
@@ -253,9 +243,7 @@ def big_transcript(folder: Path) -> tuple[Path, bytes, bytes]:
 
 
 @pytest.mark.parametrize("mode", ["lines", "pieces"])
-def test_file_appended_to_during_the_run_is_left_alone_and_reported_busy(
-    tmp_path: Path, mode: str
-) -> None:
+def test_file_appended_to_during_the_run_is_left_alone_and_reported_busy(tmp_path: Path, mode: str) -> None:
     path, original, _ = big_transcript(tmp_path)
     appender, stop = start_appender(path, mode)
     try:

@@ -73,9 +73,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> dict:
     copy = root / "copy.jsonl"
     shutil.copyfile(original, copy)
     result = root / "result.jsonl"
-    run = subprocess.run(
-        [*compactcli(), "micro", str(copy), "-o", str(result)], capture_output=True
-    )
+    run = subprocess.run([*compactcli(), "micro", str(copy), "-o", str(result)], capture_output=True)
     assert run.returncode == 0, run.stderr
     full = result.read_bytes()
     # The generator knows the result independently; both must agree before kills are judged by it.
@@ -172,9 +170,7 @@ def interrupted_run(
     return state, damaged
 
 
-def test_kill_9_at_random_moments_never_leaves_a_half_written_transcript(
-    tmp_path: Path, big: dict
-) -> None:
+def test_kill_9_at_random_moments_never_leaves_a_half_written_transcript(tmp_path: Path, big: dict) -> None:
     rng = random.Random(SEED)
     states: Counter[str] = Counter()
     damaged: list[str] = []
@@ -216,9 +212,7 @@ def _manifest_written(folder: Path) -> bool:
     return manifest.exists() and manifest.stat().st_size > 0
 
 
-@pytest.mark.parametrize(
-    "phase", ["writing the result", "copying the archive", "after the manifest"]
-)
+@pytest.mark.parametrize("phase", ["writing the result", "copying the archive", "after the manifest"])
 def test_kill_9_in_each_phase(tmp_path: Path, big: dict, phase: str) -> None:
     """Kills timed by what the run has put on disk, so each phase is hit on every run."""
     folder = tmp_path / "t"

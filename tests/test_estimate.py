@@ -94,9 +94,7 @@ def cc_user(content, uuid: str, **extra) -> dict:
     }
 
 
-def cc_assistant(
-    content, uuid: str, *, msg_id: str = "m", usage: dict | None = None, **extra
-) -> dict:
+def cc_assistant(content, uuid: str, *, msg_id: str = "m", usage: dict | None = None, **extra) -> dict:
     message = {"id": msg_id, "role": "assistant", "model": "claude-opus-4-5", "content": content}
     if usage is not None:
         message["usage"] = usage
@@ -150,8 +148,7 @@ def test_seed_is_the_literal_formula_on_generated_files(tmp_path: Path, dialect:
 
 def test_seed_keeps_stringified_blocks_as_the_strings_they_are(tmp_path: Path) -> None:
     block = (
-        "ToolUseBlock(id='toolu_1', caller=None, input={'path': 'a.py'}, name='read_file', "
-        "type='tool_use')"
+        "ToolUseBlock(id='toolu_1', caller=None, input={'path': 'a.py'}, name='read_file', type='tool_use')"
     )
     records = [
         {"role": "user", "content": "Read a.py — ünïcode ✓ 🚀"},
@@ -169,9 +166,7 @@ def test_seed_counts_openai_messages_as_they_are_in_the_file(tmp_path: Path) -> 
         {
             "role": "assistant",
             "content": None,
-            "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
-            ],
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
         },
         {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"},
     ]
@@ -191,15 +186,11 @@ def compacted_session() -> tuple[list[dict], int]:
         cc_user("first task " * 200, "u1"),
         cc_assistant([use("t1", "Bash", command="ls")], "a1", msg_id="m1", usage=usage(5000)),
         cc_user([result("t1", "file\n" * 500)], "u2"),
-        cc_assistant(
-            [{"type": "text", "text": "done " * 300}], "a2", msg_id="m2", usage=usage(9000)
-        ),
+        cc_assistant([{"type": "text", "text": "done " * 300}], "a2", msg_id="m2", usage=usage(9000)),
         {"type": "system", "subtype": "compact_boundary", "parentUuid": None, "uuid": "b1"},
     ]
     after = [
-        cc_user(
-            "This session is being continued. Summary: did things.", "u3", isCompactSummary=True
-        ),
+        cc_user("This session is being continued. Summary: did things.", "u3", isCompactSummary=True),
         cc_assistant([use("t2", "Read", file_path="a.py")], "a3", msg_id="m3"),
         {"type": "progress", "data": {"type": "bash_progress"}, "uuid": "p1"},
         cc_user([result("t2", "print(1)\n" * 30)], "u4"),
@@ -220,10 +211,7 @@ def test_only_the_context_after_the_last_compaction_counts(tmp_path: Path) -> No
     assert row["active_from"] == start  # the boundary's line (1-based) is the last line before
     for method in ("heuristic", "seed"):
         assert one(whole, "--method", method)["tokens"] == one(tail, "--method", method)["tokens"]
-        assert (
-            one(whole, "--method", method)["by_category"]
-            == one(tail, "--method", method)["by_category"]
-        )
+        assert one(whole, "--method", method)["by_category"] == one(tail, "--method", method)["by_category"]
 
 
 def test_a_compact_summary_without_boundary_also_starts_the_context(tmp_path: Path) -> None:
@@ -540,9 +528,7 @@ def test_no_usage_is_reported_and_fails_only_a_limit(tmp_path: Path) -> None:
 
 def test_usage_before_a_compaction_is_not_the_active_context(tmp_path: Path) -> None:
     records, _ = compacted_session()  # usage only before the boundary
-    row = rows(run(write(tmp_path / "t.jsonl", records), "--method", "usage", "--format", "json"))[
-        0
-    ]
+    row = rows(run(write(tmp_path / "t.jsonl", records), "--method", "usage", "--format", "json"))[0]
     assert row["tokens"] is None
     assert row["message"] == "no usage recorded since the last compaction"
 
@@ -604,9 +590,7 @@ def test_api_sends_a_valid_request_and_reports_the_count(
     }
 
 
-def test_api_answers_are_cached_by_content(
-    tmp_path: Path, fake_api: FakeAnthropic, cache_home: Path
-) -> None:
+def test_api_answers_are_cached_by_content(tmp_path: Path, fake_api: FakeAnthropic, cache_home: Path) -> None:
     path = api_session(tmp_path)
     first = one(path, "--method", "api")
     assert len(fake_api.calls("count_tokens")) == 1
@@ -697,9 +681,7 @@ def test_count_request_merges_roles_and_moves_system_out() -> None:
         {"role": "assistant", "content": [use("u", "ls")]},
     ]
     assert request_key("m", turns, system) != request_key("m2", turns, system)
-    assert request_key("m", turns, system) == request_key(
-        "m", json.loads(json.dumps(turns)), system
-    )
+    assert request_key("m", turns, system) == request_key("m", json.loads(json.dumps(turns)), system)
 
 
 def test_token_cache_survives_a_corrupt_file(tmp_path: Path) -> None:
@@ -737,17 +719,9 @@ def test_micro_trigger_tokens_uses_the_estimate(tmp_path: Path) -> None:
     path = write(tmp_path / "t.jsonl", records)
     tokens = one(path)["tokens"]
     micro = CliRunner()
+    assert micro.invoke(cli, ["micro", str(path), "--check", "--trigger-tokens", str(tokens)]).exit_code == 0
     assert (
-        micro.invoke(
-            cli, ["micro", str(path), "--check", "--trigger-tokens", str(tokens)]
-        ).exit_code
-        == 0
-    )
-    assert (
-        micro.invoke(
-            cli, ["micro", str(path), "--check", "--trigger-tokens", str(tokens - 1)]
-        ).exit_code
-        == 1
+        micro.invoke(cli, ["micro", str(path), "--check", "--trigger-tokens", str(tokens - 1)]).exit_code == 1
     )
 
 

@@ -254,18 +254,12 @@ class Printer:
         stats = outcome.stats
         if outcome.status == FAILED:
             line = _line_of(outcome.message, outcome.path)
-            click.echo(
-                annotation(
-                    "error", outcome.message, file=outcome.path, line=line, title="compactcli"
-                )
-            )
+            click.echo(annotation("error", outcome.message, file=outcome.path, line=line, title="compactcli"))
             return
         if outcome.status == NO_USAGE and outcome.exit_code == CHECK_FAILED:
             limit = f"--max-tokens {self.max_tokens:,}"
             text = f"{outcome.path}: {outcome.message}; {limit} cannot be checked"
-            click.echo(
-                annotation("error", text, file=outcome.path, title="Token count unavailable")
-            )
+            click.echo(annotation("error", text, file=outcome.path, title="Token count unavailable"))
             return
         if outcome.status != OVER:
             return
@@ -274,9 +268,7 @@ class Printer:
             f"{outcome.path} holds {tokens:,} tokens ({self.method}), over the limit of {limit:,} "
             f"({_percent(stats.get('share'))}). Compact it (compactcli micro, summarize)."
         )
-        click.echo(
-            annotation("error", text, file=outcome.path, title="Transcript over the token limit")
-        )
+        click.echo(annotation("error", text, file=outcome.path, title="Transcript over the token limit"))
         for item in stats.get("top", ()):
             click.echo(
                 annotation(
@@ -342,9 +334,7 @@ def print_calibration(result: dict, output_format: str, files: int) -> None:
         writer.writerow(("method", *fields))
         for method in CALIBRATED:
             stats = result[method]
-            writer.writerow(
-                (method, *("" if stats.get(f) is None else stats.get(f) for f in fields))
-            )
+            writer.writerow((method, *("" if stats.get(f) is None else stats.get(f) for f in fields)))
         click.echo(out.getvalue(), nl=False)
         return
     titles = ("intervals", *fields[1:])
@@ -412,9 +402,7 @@ usage instead.
     show_default=True,
     help="How tokens are counted (see above).",
 )
-@click.option(
-    "--max-tokens", type=click.IntRange(0), default=None, help="Exit 1 if a file is over N tokens."
-)
+@click.option("--max-tokens", type=click.IntRange(0), default=None, help="Exit 1 if a file is over N tokens.")
 @click.option(
     "--format",
     "output_format",
@@ -423,18 +411,10 @@ usage instead.
     show_default=True,
     help="Output format.",
 )
-@click.option(
-    "--top", type=click.IntRange(0), default=0, help="List the N heaviest tool results per file."
-)
-@click.option(
-    "--model", default=None, help="Model for --method api (default: $COMPACTCLI_MODEL, $MODEL_ID)."
-)
-@click.option(
-    "--no-cache", is_flag=True, help="--method api: neither read nor write the count cache."
-)
-@click.option(
-    "--calibrate", is_flag=True, help="Measure each method against recorded usage in PATHS."
-)
+@click.option("--top", type=click.IntRange(0), default=0, help="List the N heaviest tool results per file.")
+@click.option("--model", default=None, help="Model for --method api (default: $COMPACTCLI_MODEL, $MODEL_ID).")
+@click.option("--no-cache", is_flag=True, help="--method api: neither read nor write the count cache.")
+@click.option("--calibrate", is_flag=True, help="Measure each method against recorded usage in PATHS.")
 def estimate(
     paths,
     glob,
@@ -494,9 +474,7 @@ def estimate(
 def _describe(outcome: Outcome) -> str:
     stats = outcome.stats
     where = (
-        f"from line {stats['active_from']} (after a compaction)"
-        if stats.get("active_from")
-        else "whole file"
+        f"from line {stats['active_from']} (after a compaction)" if stats.get("active_from") else "whole file"
     )
     return (
         f"{outcome.path}: {stats['dialect']}, {stats['conversation']} conversation, {where}: "

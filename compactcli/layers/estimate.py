@@ -120,9 +120,7 @@ def _empty_text(block: object) -> bool:
 def _system_text(content: object) -> str:
     if isinstance(content, list):
         return "\n".join(
-            str(b.get("text", ""))
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "text"
+            str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
         )
     return "" if content is None else str(content)
 
@@ -155,11 +153,7 @@ def count_request(messages: list[dict]) -> tuple[list[dict], str | None]:
             content = turn["content"]
             results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
             if results and len(results) != len(content):
-                others = [
-                    b
-                    for b in content
-                    if not (isinstance(b, dict) and b.get("type") == "tool_result")
-                ]
+                others = [b for b in content if not (isinstance(b, dict) and b.get("type") == "tool_result")]
                 turn["content"] = results + others
     return turns, ("\n\n".join(system) or None)
 
