@@ -2,10 +2,18 @@
 
 A command supplies `analyze(file, display_path) -> Edit`; everything about destinations, locks, archives,
 --check/--diff/--dry-run and --min-age lives here, once.
+
+An Edit may also have `prepare(source)`, work that only a real write needs (a model call: never run
+for a preview), and `archive_first = True` with `use_archive(path)`, when the new content names the
+archive of the original: the archive is then made after `prepare` and before `write`, and removed if
+the write fails. For -o and stdout (no replacement, no manifest line) such an archive is made too,
+beside the input (stdin: in the current folder) or in --archive-dir.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import sys
 import tempfile
@@ -128,39 +136,89 @@ def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -
                 raise
             if not edit.changed:
                 return Outcome(item, UNCHANGED, stats=edit.stats)
-            source.seek(0)
-            with storage.Replacement(path) as replacement:
-                edit.write(source, replacement.file)
-                record = replacement.commit_in_place(
-                    expected=state,
-                    archive_dir=archive_dir,
-                    command=settings.command,
-                    options=settings.options,
-                )
+            archived = _prepare(edit, source, path, archive_dir)
+            handed_over = False
+            try:
+                source.seek(0)
+                with storage.Replacement(path) as replacement:
+                    edit.write(source, replacement.file)
+                    handed_over = True  # commit_in_place removes the archive if it fails early
+                    record = replacement.commit_in_place(
+                        expected=state,
+                        archive_dir=archive_dir,
+                        command=settings.command,
+                        options=settings.options,
+                        archived=archived,
+                    )
+            except BaseException:
+                if archived is not None and not handed_over:
+                    _discard(archived[0])
+                raise
     stats = dict(edit.stats, bytes_before=record.size_before, bytes_after=record.size_after)
     stats["archive"] = record.archive
     return Outcome(item, CHANGED, stats=stats)
 
 
-def _to_output(item: str, source: BinaryIO, settings: FileSettings, analyze: Analyze) -> Outcome:
+def _prepare(
+    edit: Edit, source: BinaryIO, original: Path, archive_dir: Path | None, stem: str | None = None
+) -> tuple[Path, str, int] | None:
+    """Run the edit's `prepare`, then archive the original if the edit's content names the archive."""
+    prepare = getattr(edit, "prepare", None)
+    if prepare is not None:
+        source.seek(0)
+        prepare(source)
+    if not getattr(edit, "archive_first", False):
+        return None
+    archived = storage.archive_copy(original, archive_dir, stem=stem)
+    expected = getattr(edit, "sha256", None)
+    if expected and archived[1] != expected:
+        _discard(archived[0])
+        raise errors.Busy(f"{original}: busy: changed while it was processed")
+    edit.use_archive(str(archived[0]))  # type: ignore[attr-defined]
+    return archived
+
+
+def _discard(archive: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(archive)
+
+
+def _to_output(
+    item: str, source: BinaryIO, settings: FileSettings, analyze: Analyze, spool: Path | None = None
+) -> Outcome:
     edit = analyze(source, item)
     preview = _preview(item, source, edit, settings)
     if preview is not None:
         return preview
-    source.seek(0)
-    if settings.output in (None, STDOUT):
-        out = _CountingWriter(sys.stdout.buffer)
-        _write(edit, source, out)
-        sys.stdout.buffer.flush()
-        written = out.written
-    else:
-        with storage.Replacement(Path(settings.output)) as replacement:
-            out = _CountingWriter(replacement.file)
+    archived = None
+    if edit.changed:
+        original = spool or Path(item)
+        folder = Path(settings.archive_dir) if settings.archive_dir else None
+        if spool is not None and folder is None:
+            folder = Path(storage.ARCHIVE_DIR_NAME)
+        archived = _prepare(edit, source, original, folder, "stdin" if spool is not None else None)
+    try:
+        source.seek(0)
+        if settings.output in (None, STDOUT):
+            out = _CountingWriter(sys.stdout.buffer)
             _write(edit, source, out)
-            replacement.commit_new()
+            sys.stdout.buffer.flush()
             written = out.written
+        else:
+            with storage.Replacement(Path(settings.output)) as replacement:
+                out = _CountingWriter(replacement.file)
+                _write(edit, source, out)
+                replacement.commit_new()
+                written = out.written
+    except BaseException:
+        if archived is not None:
+            _discard(archived[0])
+        raise
     status = CHANGED if edit.changed else UNCHANGED
-    return Outcome(item, status, stats=dict(edit.stats, bytes_after=written))
+    stats = dict(edit.stats, bytes_after=written)
+    if archived is not None:
+        stats["archive"] = str(archived[0])
+    return Outcome(item, status, stats=stats)
 
 
 def _write(edit: Edit, source: BinaryIO, out: _CountingWriter) -> None:
@@ -172,10 +230,11 @@ def _write(edit: Edit, source: BinaryIO, out: _CountingWriter) -> None:
 
 def _process_stdin(settings: FileSettings, analyze: Analyze) -> Outcome:
     # Spooled to a temp file: the commands read their input twice and must not hold it in memory.
-    with tempfile.TemporaryFile() as spool:
+    with tempfile.NamedTemporaryFile(prefix="compactcli-stdin-") as spool:
         shutil.copyfileobj(sys.stdin.buffer, spool)
+        spool.flush()
         spool.seek(0)
-        return _to_output("<stdin>", spool, settings, analyze)
+        return _to_output("<stdin>", spool, settings, analyze, Path(spool.name))
 
 
 __all__ = ["BUSY", "Edit", "FileSettings", "process"]

@@ -195,20 +195,24 @@ def archive_copy(
     archive_dir: Path | None,
     *,
     clock: Callable[[], datetime] = _utc_now,
+    stem: str | None = None,
 ) -> tuple[Path, str, int]:
     """Copy ``path`` byte-exact into the archive folder under a name that is never reused.
 
     Returns (archive path, sha256 hex, size). The name needs the hash, so the file is read twice;
     if the two reads differ the file changed during the copy: the copy is removed and Busy raised.
+    ``stem`` names the archive instead of the file's own stem (a spooled stdin).
     """
     with _io_errors(path):
-        return _archive_copy(path, default_archive_dir(path, archive_dir), clock)
+        return _archive_copy(path, default_archive_dir(path, archive_dir), clock, stem or path.stem)
 
 
-def _archive_copy(path: Path, archive_dir: Path, clock: Callable[[], datetime]) -> tuple[Path, str, int]:
+def _archive_copy(
+    path: Path, archive_dir: Path, clock: Callable[[], datetime], stem: str
+) -> tuple[Path, str, int]:
     folder = _ensure_private_dir(archive_dir).resolve()
     sha, size = _hash_file(path)
-    fd, partial = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".partial", dir=folder)
+    fd, partial = tempfile.mkstemp(prefix=f".{stem}.", suffix=".partial", dir=folder)
     os.fchmod(fd, 0o600)
     target = Path(partial)
     try:
@@ -224,7 +228,7 @@ def _archive_copy(path: Path, archive_dir: Path, clock: Callable[[], datetime]) 
         if h.hexdigest() != sha or copied != size:
             raise Busy(f"{path}: busy: changed while it was processed")
         for _ in range(_NAME_ATTEMPTS):
-            final = folder / archive_name(path.stem, clock(), sha)
+            final = folder / archive_name(stem, clock(), sha)
             try:
                 os.link(target, final)
             except FileExistsError:
@@ -375,21 +379,30 @@ class Replacement:
         command: str,
         options: dict,
         expected_sha256: str | None = None,
+        archived: tuple[Path, str, int] | None = None,
     ) -> ArchiveRecord:
         """Archive the original, record it, and replace it with the new content.
 
         ``expected`` is the snapshot taken before the original was read; ``expected_sha256`` (the
         hash of the bytes that were read) also catches a same-size rewrite within one mtime tick.
         Raises Busy, leaving the target untouched and nothing new in the archive, if it changed.
+        ``archived`` is an archive_copy made earlier (when the new content names it); it is
+        removed like a fresh one if the commit fails before the manifest records it.
         """
         if self._done:
             raise ValueError("replacement already committed or discarded")
         try:
             with _io_errors(self.target):
-                sha_after, size_after = self._flush()
-                self._require_unchanged(expected)
+                try:
+                    sha_after, size_after = self._flush()
+                    self._require_unchanged(expected)
+                except BaseException:
+                    if archived is not None:
+                        with contextlib.suppress(OSError):
+                            os.unlink(archived[0])
+                    raise
                 folder = default_archive_dir(self.target, archive_dir)
-                archived, sha_before, size_before = archive_copy(self._real, folder)
+                archive, sha_before, size_before = archived or archive_copy(self._real, folder)
                 try:
                     if expected_sha256 is not None and sha_before != expected_sha256:
                         raise Busy(f"{self.target}: busy: changed while it was processed")
@@ -397,7 +410,7 @@ class Replacement:
                     self._take_mode(st)
                     record = ArchiveRecord(
                         source=str(self.target.resolve()),
-                        archive=str(archived),
+                        archive=str(archive),
                         sha256_before=sha_before,
                         size_before=size_before,
                         sha256_after=sha_after,
@@ -410,7 +423,7 @@ class Replacement:
                     append_manifest(folder, record)
                 except BaseException:
                     with contextlib.suppress(OSError):
-                        os.unlink(archived)
+                        os.unlink(archive)
                     raise
                 # The manifest fsync takes time: an append during it must not be replaced away.
                 # The archive stays: the manifest line names it.
