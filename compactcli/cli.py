@@ -7,7 +7,9 @@ import click
 from compactcli import __version__
 from compactcli.commands.estimate import estimate
 from compactcli.commands.micro import micro
+from compactcli.commands.replay import replay
 from compactcli.commands.restore import restore
+from compactcli.commands.summarize import summarize
 from compactcli.commands.validate import validate
 from compactcli.errors import EXIT_CODES_HELP
 
@@ -20,7 +22,9 @@ def cli() -> None:
 
 cli.add_command(estimate)
 cli.add_command(micro)
+cli.add_command(replay)
 cli.add_command(restore)
+cli.add_command(summarize)
 cli.add_command(validate)
 
 

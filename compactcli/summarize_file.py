@@ -1,0 +1,599 @@
+"""summarize on one file: decide the cut (cheap), have the summary written, then write the result.
+
+1. `analyze` reads the file once and keeps per message only its line, offset, role and tool ids
+   (no content), plus what --threshold and the Claude Code chain need. It decides the cut.
+2. `prepare` (only for a real write, never for --check/--diff/--dry-run) reads the summarized
+   messages again and streams them to the summarizer: the model is asked before anything is
+   archived or written, so a failing API leaves nothing behind.
+3. The caller archives the original and passes its path to `use_archive` (the summary names it).
+4. `write` copies the lines kept at the top, writes the summary record(s), then copies the kept
+   tail byte for byte (Claude Code records whose parent was summarized away are re-linked).
+
+What is kept, per dialect (the records before the cut are all in the archive):
+- anthropic: the summary message, then the kept messages.
+- openai: the system/developer messages of the summarized part, in order, then the summary, then
+  the kept messages (system messages carry instructions that a summary should not paraphrase).
+- claude-code: the `summary` title records of the summarized part (the session's name in the
+  resume list), then a compact_boundary record and the isCompactSummary user record, then every
+  record from the cut on, untouched except that a main-chain record whose parentUuid pointed
+  before the cut now points to the summary record. Before the cut everything else goes: earlier
+  history and compactions, sub-agent (sidechain) records, file-history snapshots, progress, queue
+  and system records; they belong to the summarized turns. The conversation summarized is the
+  main chain from its last compaction on; a file of sidechain records only (a sub-agent's own log)
+  is its own conversation, and the new records then carry its isSidechain and agentId.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import click
+import orjson
+
+from compactcli import batch as batch_module
+from compactcli import dialects
+from compactcli.batch import BUSY, FAILED, SKIPPED, UNCHANGED, Outcome
+from compactcli.dialects import CLAUDE_CODE, OPENAI, Dialect
+from compactcli.dialects.claude_code import is_compact_boundary, is_sidechain
+from compactcli.errors import BUSY as BUSY_EXIT
+from compactcli.errors import UNAVAILABLE, Busy, Unavailable
+from compactcli.jsonio import dumps_like
+from compactcli.layers.summarize import (
+    SUMMARY_PREFIX,
+    Summarizer,
+    choose_cut,
+    is_summary_message,
+    nothing_to_summarize,
+    summary_records,
+    summary_text,
+)
+from compactcli.transcript import detect_dialect, parse_line
+
+_CHUNK = 1 << 20
+_SYSTEM_ROLES = ("system", "developer")
+
+
+@dataclass(frozen=True)
+class SummarizeOptions:
+    keep_last: int = 0  # messages kept after the summary (0: summarize everything)
+    focus: str | None = None  # Layer 3's argument: keep details about this
+    threshold: int | None = None  # summarize only files whose estimate exceeds this
+
+
+@dataclass(frozen=True)
+class _Style:
+    """How the file writes its lines, so that new ones look the same."""
+
+    spaced: bool = False  # json.dumps' default ", " and ": "
+    ascii: bool = True  # non-ASCII escaped
+    eol: bytes = b"\n"
+
+
+def _style_of(raw: bytes) -> _Style:
+    head = raw[:256].lstrip()
+    spaced = False
+    if head.startswith(b'{"'):
+        end = head.find(b'"', 2)
+        spaced = end > 0 and head[end + 1 : end + 3] == b": "
+    eol = b"\r\n" if raw.endswith(b"\r\n") else b"\n"
+    return _Style(spaced, raw.isascii(), eol)
+
+
+def _dump(record: dict, style: _Style) -> bytes:
+    if style.spaced:
+        return json.dumps(record, ensure_ascii=style.ascii, separators=(", ", ": ")).encode()
+    if style.ascii:
+        return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode()
+    return orjson.dumps(record)
+
+
+@dataclass
+class _Conversation:
+    """One conversation's messages since its last compaction (skeletons: role and tool ids)."""
+
+    messages: list[dict] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    synthetic: set[int] = field(default_factory=set)  # lines of API error notices: never sent
+    # Claude Code: every record of this chain (offset, length, uuid, parentUuid, has sessionId).
+    chain: list[tuple[int, int, str | None, str | None, bool]] = field(default_factory=list)
+
+    def restart(self) -> None:
+        self.messages.clear()
+        self.lines.clear()
+        self.offsets.clear()
+
+
+def _skeleton(dialect: Dialect, record: dict, normalized: dict, summary: bool) -> dict:
+    """Role and tool ids (all that choose_cut reads), and the start of an earlier summary's text
+    (what nothing_to_summarize reads)."""
+    blocks: list[dict] = [{"type": "text", "text": SUMMARY_PREFIX}] if summary else []
+    blocks += [{"type": "tool_use", "id": use.id} for use in dialect.tool_uses(record)]
+    blocks += [{"type": "tool_result", "tool_use_id": r.tool_use_id} for r in dialect.tool_results(record)]
+    return {"role": normalized.get("role"), "content": blocks}
+
+
+def _is_synthetic(record: dict, message: dict) -> bool:
+    """A Claude Code API error notice: shown to the user, never sent to the model."""
+    return record.get("isApiErrorMessage") is True or message.get("model") == "<synthetic>"
+
+
+@dataclass
+class SummaryEdit:
+    path: str
+    dialect: Dialect
+    options: SummarizeOptions
+    summarizer: Summarizer | None
+    on_invalid: str
+    stats: dict = field(default_factory=dict)
+    archive_first: bool = True  # rewrite: archive before `write`, and pass its path to use_archive
+    sha256: str = ""  # of the bytes analyze read
+    size: int = 0
+    style: _Style = field(default_factory=_Style)
+    conversation: _Conversation = field(default_factory=_Conversation)
+    cut: int = 0
+    cut_offset: int = 0
+    cut_line: int = 0  # first line kept after the summary; one past the last line when none is
+    top: list[tuple[int, int]] = field(default_factory=list)  # spans kept above the summary
+    dropped: int = 0  # lines before the cut that are not kept
+    relink: list[tuple[int, int]] = field(default_factory=list)  # spans whose parentUuid changes
+    context_offsets: tuple[int, ...] = ()  # Claude Code: records the new ones take identity from
+    template_offset: int | None = None  # OpenAI: a user message whose keys the summary message copies
+    line_numbers: dict[int, int] = field(default_factory=dict)  # offset -> line of relinked records
+    pre_tokens: int | None = None
+    summary: str | None = None
+    archive_path: str | None = None
+    _will_change: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self._will_change
+
+    def close(self) -> None:
+        pass
+
+    # -- 2. the summary --------------------------------------------------------------------------
+
+    def summarized_messages(self, source: BinaryIO) -> Iterator[dict]:
+        """The normalized messages before the cut, read again from `source` (from its start)."""
+        wanted = set(self.conversation.lines[: self.cut])
+        last = max(wanted, default=0)
+        source.seek(0)
+        for number, raw in enumerate(source, 1):
+            if number > last:
+                break
+            if number not in wanted or number in self.conversation.synthetic:
+                continue
+            record = parse_line(raw, self.path, number, self.on_invalid).record
+            normalized = self.dialect.normalize(record) if record is not None else None
+            if normalized is not None:
+                yield normalized
+
+    def prepare(self, source: BinaryIO) -> None:
+        """Have the summary written (the API call, if any). Raises Unavailable (exit 69)."""
+        if self.summary is not None:
+            return  # given already (a Message Batch result)
+        if self.summarizer is None:
+            raise ValueError("no summarizer")
+        try:
+            text = self.summarizer.summarize(self.summarized_messages(source), focus=self.options.focus)
+        except Unavailable as err:
+            raise Unavailable(f"{self.path}: {err}") from err
+        self.set_summary(text, self.summarizer.name, dict(self.summarizer.redactions))
+
+    def set_summary(self, text: str, backend: str, redactions: dict[str, int]) -> None:
+        self.summary = text
+        self.stats["backend"] = backend
+        self.stats["redacted"] = sum(redactions.values())
+        if redactions:
+            self.stats["redactions"] = dict(sorted(redactions.items()))
+
+    def use_archive(self, path: str) -> None:
+        self.archive_path = path
+
+    # -- 4. the result ---------------------------------------------------------------------------
+
+    def new_records(self, source: BinaryIO, summary: str, archive: str) -> list[dict]:
+        context: list[dict] = []
+        if self.dialect.name == CLAUDE_CODE.name:
+            context = [self._read_at(source, offset) for offset in self.context_offsets]
+        elif self.dialect.name == OPENAI.name and self.template_offset is not None:
+            context = [self._read_at(source, self.template_offset)]
+        return summary_records(
+            self.dialect.name,
+            summary_text(archive, summary),
+            context_records=context,
+            pre_tokens=self.pre_tokens,
+        )
+
+    def _read_at(self, source: BinaryIO, offset: int) -> dict:
+        source.seek(offset)
+        record = parse_line(source.readline(), self.path, 0, "keep").record
+        return record or {}
+
+    def write(self, source: BinaryIO, out: BinaryIO) -> None:
+        if self.summary is None or self.archive_path is None:
+            raise ValueError("write needs the summary (prepare) and the archive path (use_archive)")
+        records = self.new_records(source, self.summary, self.archive_path)
+        self._write(source, out, records)
+
+    def _write(self, source: BinaryIO, out: BinaryIO, records: list[dict]) -> None:
+        for offset, length in self.top:
+            source.seek(offset)
+            data = source.read(length)
+            out.write(data if data.endswith(b"\n") else data + self.style.eol)
+        for record in records:
+            out.write(_dump(record, self.style) + self.style.eol)
+        parent = records[-1].get("uuid") if self.dialect.name == CLAUDE_CODE.name else None
+        position = self.cut_offset
+        for offset, length in self.relink:
+            _copy_range(source, out, position, offset)
+            out.write(self._relinked(source, offset, length, parent))
+            position = offset + length
+        _copy_range(source, out, position, None)
+
+    def _relinked(self, source: BinaryIO, offset: int, length: int, parent: str | None) -> bytes:
+        source.seek(offset)
+        raw = source.read(length)
+        record = parse_line(raw, self.path, 0).record or {}
+        record["parentUuid"] = parent
+        eol = b"\r\n" if raw.endswith(b"\r\n") else b"\n" if raw.endswith(b"\n") else b""
+        return dumps_like(record, raw) + eol
+
+    # -- previews --------------------------------------------------------------------------------
+
+    def describe(self, source: BinaryIO) -> Iterator[str]:
+        kept = len(self.conversation.messages) - self.cut
+        yield (
+            f"{self.path}: summarize {self.cut} messages (lines {self.conversation.lines[0]}-"
+            f"{self.conversation.lines[self.cut - 1]}) into one; keep {len(self.top)} lines above it, "
+            f"drop {self.dropped} lines, keep {kept} messages after it"
+            + (f" (from line {self.cut_line})" if kept else "")
+        )
+
+    def diff(self, source: BinaryIO, name: str) -> Iterator[str]:
+        """The change with a stand-in summary: a preview never asks the model."""
+        backend = getattr(self.summarizer, "name", "the backend")
+        records = self.new_records(source, f"(summary written by {backend} when applied)", "<archive>")
+        yield f"--- {name}\n"
+        yield f"+++ {name}\n"
+        top = {offset for offset, _ in self.top}
+        before = self.cut_line - 1
+        yield f"@@ -1,{before} +1,{len(self.top) + len(records)} @@\n"
+        source.seek(0)
+        offset = 0
+        for _ in range(before):
+            raw = source.readline()
+            yield (" " if offset in top else "-") + _text_line(raw)
+            offset += len(raw)
+        for record in records:
+            yield "+" + _text_line(_dump(record, self.style) + b"\n")
+        shift = len(self.top) + len(records) - before
+        parent = records[-1].get("uuid") if self.dialect.name == CLAUDE_CODE.name else None
+        for offset, length in self.relink:
+            number = self._line_at(offset)
+            source.seek(offset)
+            yield f"@@ -{number},1 +{number + shift},1 @@\n"
+            yield "-" + _text_line(source.read(length))
+            yield "+" + _text_line(self._relinked(source, offset, length, parent))
+
+    def _line_at(self, offset: int) -> int:
+        return self.line_numbers.get(offset, 0)
+
+
+def _text_line(raw: bytes) -> str:
+    text = raw.decode("utf-8", errors="replace")
+    return text if text.endswith("\n") else text + "\n\\ No newline at end of file\n"
+
+
+def _copy_range(source: BinaryIO, out: BinaryIO, start: int, end: int | None) -> None:
+    source.seek(start)
+    remaining = None if end is None else end - start
+    while remaining is None or remaining > 0:
+        chunk = source.read(_CHUNK if remaining is None else min(_CHUNK, remaining))
+        if not chunk:
+            break
+        out.write(chunk)
+        if remaining is not None:
+            remaining -= len(chunk)
+
+
+# ------------------------------------------------------------------------------------- analyze
+
+
+class _Reader:
+    """The first pass: conversations, the lines that may be kept on top, the style, the hash."""
+
+    def __init__(self, dialect: Dialect, counters: list[Any]) -> None:
+        self.dialect = dialect
+        self.claude_code = dialect.name == CLAUDE_CODE.name
+        self.main = _Conversation()
+        self.side = _Conversation()  # Claude Code sidechain records: a sub-agent file's conversation
+        self.counters = counters
+        self.top_candidates: list[tuple[int, int]] = []  # (offset, length)
+        self.line_numbers: dict[int, int] = {}  # offset -> line, for relinked lines (diff only)
+        self.style: _Style | None = None
+        self.first_user: int | None = None  # offset of the first user message
+
+    def add(self, number: int, raw: bytes, offset: int, record: dict) -> None:
+        for counter in self.counters:
+            counter.add(record, number)
+        if self.claude_code:
+            self._claude_code(number, raw, offset, record)
+            return
+        normalized = self.dialect.normalize(record)
+        if normalized is None:
+            return
+        if normalized.get("role") in _SYSTEM_ROLES:
+            self.top_candidates.append((offset, len(raw)))
+        self._message(self.main, number, raw, offset, record, normalized)
+
+    def _claude_code(self, number: int, raw: bytes, offset: int, record: dict) -> None:
+        if record.get("type") == "summary":
+            self.top_candidates.append((offset, len(raw)))
+        conversation = self.side if is_sidechain(record) else self.main
+        uuid, parent = record.get("uuid"), record.get("parentUuid")
+        if isinstance(uuid, str) or isinstance(parent, str):
+            uuid = uuid if isinstance(uuid, str) else None
+            parent = parent if isinstance(parent, str) else None
+            conversation.chain.append((offset, len(raw), uuid, parent, "sessionId" in record))
+            self.line_numbers[offset] = number
+        if is_compact_boundary(record):
+            conversation.restart()
+            return
+        normalized = self.dialect.normalize(record)
+        if normalized is None:
+            return
+        if record.get("isCompactSummary") is True:
+            conversation.restart()  # the active context starts with it (older versions: no boundary)
+        message = self.dialect.message(record) or {}
+        if record.get("type") == "assistant" and _is_synthetic(record, message):
+            conversation.synthetic.add(number)
+        self._message(conversation, number, raw, offset, record, normalized)
+
+    def _message(
+        self,
+        conversation: _Conversation,
+        number: int,
+        raw: bytes,
+        offset: int,
+        record: dict,
+        normalized: dict,
+    ) -> None:
+        if self.style is None:
+            self.style = _style_of(raw)
+        if self.first_user is None and normalized.get("role") == "user":
+            self.first_user = offset
+        summary = is_summary_message(normalized) or record.get("isCompactSummary") is True
+        conversation.messages.append(_skeleton(self.dialect, record, normalized, summary))
+        conversation.lines.append(number)
+        conversation.offsets.append(offset)
+
+
+def analyze(
+    source: BinaryIO,
+    path: str,
+    *,
+    options: SummarizeOptions,
+    summarizer: Summarizer | None,
+    fmt: str | None = None,
+    on_invalid: str = "error",
+    estimator: Any = None,
+) -> SummaryEdit:
+    """Read the file once and decide the cut. `estimator(dialect)` backs --threshold (a
+    compactcli.context counter factory); nothing is sent to a model here."""
+    from compactcli.context import ContextCounter
+
+    dialect = dialects.get(fmt or detect_dialect(source))
+    threshold_counter = estimator(dialect) if (estimator and options.threshold is not None) else None
+    heuristic = ContextCounter(dialect, "heuristic", detail=False)
+    counters = [heuristic] + ([threshold_counter] if threshold_counter is not None else [])
+    reader = _Reader(dialect, counters)
+    hasher = hashlib.sha256()
+    offset = lines = 0
+    for number, raw in enumerate(source, 1):
+        hasher.update(raw)
+        line = parse_line(raw, path, number, on_invalid)
+        if line.record is not None:
+            reader.add(number, raw, offset, line.record)
+        offset += len(raw)
+        lines = number
+    edit = SummaryEdit(path, dialect, options, summarizer, on_invalid)
+    edit.sha256, edit.size = hasher.hexdigest(), offset
+    edit.style = reader.style or _Style()
+    edit.pre_tokens = heuristic.tokens
+    conversation = reader.main
+    if reader.claude_code and not reader.main.messages and reader.side.messages:
+        conversation = reader.side
+    edit.conversation = conversation
+    edit.line_numbers = reader.line_numbers
+    edit.template_offset = reader.first_user
+    messages = conversation.messages
+    edit.cut = choose_cut(messages, options.keep_last)
+    edit.stats = {
+        "dialect": dialect.name,
+        "lines": lines,
+        "messages": len(messages),
+        "tokens": heuristic.tokens,
+    }
+    if threshold_counter is not None:
+        edit.stats["threshold_tokens"] = threshold_counter.tokens
+    over = threshold_counter is None or (threshold_counter.tokens or 0) > (options.threshold or 0)
+    empty = nothing_to_summarize(messages, edit.cut)
+    if empty or not over:
+        edit.stats["reason"] = "below threshold" if not over else "nothing to summarize"
+        return edit
+    edit._will_change = True
+    _place_cut(edit, reader, conversation, offset, lines)
+    edit.stats.update(summarized=edit.cut, kept=len(messages) - edit.cut)
+    return edit
+
+
+def _place_cut(
+    edit: SummaryEdit, reader: _Reader, conversation: _Conversation, size: int, lines: int
+) -> None:
+    cut = edit.cut
+    if cut < len(conversation.messages):
+        edit.cut_offset, edit.cut_line = conversation.offsets[cut], conversation.lines[cut]
+    else:
+        edit.cut_offset, edit.cut_line = size, lines + 1
+    edit.top = [span for span in reader.top_candidates if span[0] < edit.cut_offset]
+    edit.dropped = edit.cut_line - 1 - len(edit.top)
+    if not reader.claude_code:
+        return
+    before = [entry for entry in conversation.chain if entry[0] < edit.cut_offset]
+    gone = {entry[2] for entry in before if entry[2] is not None}
+    edit.relink = [
+        (offset, length)
+        for offset, length, _, parent, _ in conversation.chain
+        if offset >= edit.cut_offset and parent in gone
+    ]
+    # Identity from the last record before the cut that has a sessionId; logicalParentUuid from the
+    # last one with a uuid.
+    with_uuid = [entry[0] for entry in before if entry[2] is not None]
+    with_session = [entry[0] for entry in before if entry[4]]
+    edit.context_offsets = tuple(dict.fromkeys(with_session[-1:] + with_uuid[-1:]))
+
+
+# ------------------------------------------------------------------------------ Message Batches
+
+
+@dataclass
+class _Pending:
+    item: str
+    sha256: str
+    request: dict
+    redactions: dict[str, int]
+
+
+def batch_custom_id(item: str, sha256: str, request: dict) -> str:
+    """Names one file's request: its path, its content and what is asked. A file that changed since
+    the batch was sent no longer matches its result (1-64 of [A-Za-z0-9_-])."""
+    key = json.dumps([str(Path(item).resolve()), sha256, request["params"]], sort_keys=True, default=str)
+    return "s" + hashlib.sha256(key.encode()).hexdigest()[:40]
+
+
+def _batch_entry(item: str, settings: Any, analyze: Any, summarizer: Any) -> Outcome | _Pending | None:
+    """An outcome (nothing to send), the request to send, or None: too long for one request."""
+    from compactcli.backends import anthropic as api
+
+    path = Path(item)
+    if settings.min_age and time.time() - path.stat().st_mtime < settings.min_age:
+        return Outcome(item, SKIPPED, message=f"{item}: modified less than {settings.min_age:g}s ago")
+    with open(path, "rb") as source:
+        edit = analyze(source, item)
+        if not edit.changed:
+            return Outcome(item, UNCHANGED, stats=edit.stats)
+        prompt = summarizer.single_request(edit.summarized_messages(source), focus=edit.options.focus)
+    if prompt is None:
+        return None
+    system, user = prompt
+    request = api.batch_request(
+        "pending", model=summarizer.model, system=system, user=user, max_tokens=summarizer.summary_tokens
+    )
+    request["custom_id"] = batch_custom_id(item, edit.sha256, request)
+    return _Pending(item, edit.sha256, request, dict(summarizer.redactions))
+
+
+def _with_summary(source: BinaryIO, name: str, *, analyze: Any, pending: _Pending, text: str) -> SummaryEdit:
+    edit = analyze(source, name)
+    if edit.sha256 != pending.sha256:
+        raise Busy(f"{name}: busy: changed since its batch request was sent")
+    edit.set_summary(text, "anthropic", pending.redactions)
+    return edit
+
+
+def run_batch(
+    items: list[str],
+    *,
+    settings: Any,
+    analyze: Any,
+    summarizer: Any,
+    batch_id: str | None = None,
+    poll_interval: float = 30.0,
+    on_outcome: Any = None,
+) -> list[Outcome]:
+    """summarize through one Message Batch: build every file's request, send them together (or
+    take the batch `batch_id` sent before), poll until it ends, then apply each result as it is
+    read. Files too long for one request are summarized directly, in parts, first. Each result is
+    applied like a direct summary: under the file's lock, only if the file is still what was sent.
+    """
+    from compactcli.backends import anthropic as api
+    from compactcli.rewrite import process
+
+    outcomes: list[Outcome] = []
+
+    def record(outcome: Outcome) -> None:
+        outcomes.append(outcome)
+        if on_outcome:
+            on_outcome(outcome)
+
+    pending: dict[str, _Pending] = {}
+    for item in items:
+        entry = batch_module._guarded(
+            partial(_batch_entry, settings=settings, analyze=analyze, summarizer=summarizer), item
+        )
+        if entry is None:
+            record(batch_module._guarded(partial(process, settings=settings, analyze=analyze), item))
+        elif isinstance(entry, Outcome):
+            record(entry)
+        else:
+            pending[entry.request["custom_id"]] = entry
+    if not pending:
+        return outcomes
+    client = api.make_client(timeout=summarizer.timeout, max_retries=summarizer.max_retries)
+    try:
+        if batch_id is None:
+            batch_id = api.create_batch(client, [p.request for p in pending.values()])
+            click.echo(
+                f"summarize: batch {batch_id} sent ({len(pending)} requests); "
+                f"if interrupted, resume with --batch-id {batch_id}",
+                err=True,
+            )
+        _wait(client, batch_id, len(pending), poll_interval)
+        for custom_id, text, error in api.batch_results(client, batch_id):
+            entry = pending.pop(custom_id, None)
+            if entry is None:
+                continue  # another file's request, or a file that changed since
+            if error is not None or not text:
+                message = f"{entry.item}: batch {batch_id}: request {error or 'returned no text'}"
+                record(Outcome(entry.item, FAILED, UNAVAILABLE, message))
+                continue
+            apply = partial(_with_summary, analyze=analyze, pending=entry, text=text)
+            record(batch_module._guarded(partial(process, settings=settings, analyze=apply), entry.item))
+    except Unavailable as err:
+        for entry in pending.values():
+            record(Outcome(entry.item, FAILED, UNAVAILABLE, f"{entry.item}: {err}"))
+        return outcomes
+    for entry in pending.values():
+        message = f"{entry.item}: busy: batch {batch_id} has no result for it as it is now (changed since?)"
+        record(Outcome(entry.item, BUSY, BUSY_EXIT, message))
+    return outcomes
+
+
+def _wait(client: Any, batch_id: str, total: int, poll_interval: float) -> None:
+    """Poll until the batch has ended, with a progress bar on a terminal."""
+    import sys
+
+    from tqdm import tqdm
+
+    from compactcli.backends import anthropic as api
+
+    with tqdm(
+        total=total, unit="request", file=sys.stderr, disable=not sys.stderr.isatty(), leave=False
+    ) as bar:
+        while True:
+            status = api.batch_status(client, batch_id)
+            counts = status["request_counts"]
+            done = sum(counts.get(k, 0) for k in ("succeeded", "errored", "canceled", "expired"))
+            bar.update(max(0, done - bar.n))
+            if status["processing_status"] == "ended":
+                return
+            time.sleep(poll_interval)
