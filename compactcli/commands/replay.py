@@ -1,0 +1,510 @@
+"""`compactcli replay`: re-run a recorded transcript as the agent loop would, and show when each layer
+fires. The logic is compactcli.layers.replay; this module reads, writes and reports."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, Any, BinaryIO
+
+import click
+
+from compactcli import chart, dialects, storage
+from compactcli.batch import STDIN
+from compactcli.commands.micro import micro_options, micro_options_from
+from compactcli.commands.summarize import summarize_options
+from compactcli.errors import EXIT_CODES_HELP, USAGE, CompactError
+from compactcli.layers.micro import MicroOptions
+from compactcli.layers.replay import (
+    DEFAULT_THRESHOLD,
+    TIMELINE_FIELDS,
+    ContextSize,
+    Entry,
+    Replay,
+    ReplayResult,
+    entry_bytes,
+    output_entries,
+)
+from compactcli.layers.summarize import Summarizer, make_summarizer
+from compactcli.transcript import ON_INVALID, detect_dialect, read_lines
+
+ESTIMATORS = ("seed", "heuristic", "api")
+TIMELINE_SUFFIXES = (".jsonl", ".csv")
+WHAT_IF_ARCHIVE = "(not archived: what-if run)"
+STDIN_NAME = "<stdin>"
+SUMMARIZER_OPTIONS = (
+    "backend",
+    "model",
+    "summary_tokens",
+    "max_input_tokens",
+    "timeout",
+    "max_retries",
+    "no_redact",
+)
+
+HELP = """Re-run a recorded transcript turn by turn as the agent loop would, and show when each layer
+fires.
+
+PATH is one transcript ('-' = stdin). It is read, never changed. The replay keeps a simulated
+context. Before each model call (an assistant message) it runs micro on the context (the micro
+options below); then, if the estimate (--estimator; seed is the reference agent's
+len(str(messages)) // 4) exceeds --threshold, it compacts: the context is archived, summarized
+(--backend) and replaced by the summary message, and the call gets that. After the user message that
+answers a `compact` tool call, it compacts with that call's `focus` input.
+
+\b
+Model calls, per dialect:
+  anthropic, openai: every assistant message. OpenAI tool and system
+    messages are user-side; system messages stay above a summary.
+  claude-code: one API response split over several assistant records
+    (one message.id) is one call; API error notices are none. Only the
+    main chain is replayed (a file of sub-agent records only: that
+    conversation); other records are skipped. The whole history is
+    replayed from the top: a compaction recorded in the file resets the
+    context to its summary (a `recorded` event).
+
+\b
+Summaries (--backend, as in `summarize`):
+  anthropic: a model through the Messages API (--model, else
+    $COMPACTCLI_MODEL, else $MODEL_ID; ANTHROPIC_API_KEY or
+    ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL).
+  digest: offline and deterministic, no model.
+  auto: anthropic when a key or token is set, else digest.
+
+\b
+Outputs:
+  stdout: a report (model calls, compactions by kind, summarizer calls,
+    peak and final tokens) and a chart of tokens per call against the
+    threshold; on stderr with -o -. --json: the report as JSON instead.
+  --timeline F (.jsonl or .csv): one row per model call: index (0-based
+    line of the assistant message), turn (call number), tokens (after
+    micro, before any compaction), event (auto or null); one per manual
+    compaction (index: the user message that answered the compact call;
+    tokens: the context before it); one per compaction recorded in the
+    file (index: its summary record). Also tokens_after (what the call
+    or the next one received) and cleared (results micro cleared).
+  -o F: the final context in the input's dialect, micro applied as
+    before the next call; unchanged records byte for byte. Claude Code
+    records whose parentUuid was summarized away are linked to the
+    record before them.
+  --plot F.png: the chart as a PNG. Needs matplotlib (pip install
+    'compactcli[plot]'); without it --plot is a usage error (exit 2)
+    before anything runs.
+
+Each simulated compaction archives the context it replaces (JSONL in the input's dialect) in
+--archive-dir (default .transcripts/ beside PATH; stdin: ./.transcripts/), named like any archive,
+and the summary message names that file. No manifest line is written: the archive of a simulated
+context is no earlier version of PATH, and `restore` must never put it back.
+
+What-if: several comma-separated values of --threshold and/or --keep replay every combination and
+print a table (compactions, summarizer calls, peak and final tokens); nothing is written (no
+archives, timeline, -o or plot). Every combination runs the summarizer: with the anthropic backend
+that means real API calls for each one (--backend digest costs nothing).
+"""
+
+
+class IntList(click.ParamType):
+    """One integer or several, comma-separated."""
+
+    name = "N[,N...]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[int]:
+        if isinstance(value, list):
+            return value
+        if isinstance(value, int):
+            return [value]
+        numbers = []
+        for part in str(value).split(","):
+            try:
+                number = int(part.strip())
+            except ValueError:
+                self.fail(f"{part.strip()!r} is not an integer (give N or N,N,...)", param, ctx)
+            if number < 0:
+                self.fail(f"{number} is negative", param, ctx)
+            numbers.append(number)
+        return list(dict.fromkeys(numbers))
+
+
+INT_LIST = IntList()
+
+
+def _pick(decorator: Callable, names: tuple[str, ...], **changes: dict) -> Callable:
+    """Options of another command's decorator, by name, so that they are spelled the same;
+    `changes` sets attributes of some of them (name -> {attribute: value})."""
+    holder = decorator(lambda: None)
+    picked = [p for p in holder.__click_params__ if p.name in names]
+    for param in picked:
+        for attribute, value in changes.get(param.name, {}).items():
+            setattr(param, attribute, value)
+
+    def apply(func: Callable) -> Callable:
+        func.__click_params__ = getattr(func, "__click_params__", []) + picked  # type: ignore[attr-defined]
+        return func
+
+    return apply
+
+
+replay_micro_options = _pick(
+    micro_options,
+    ("keep", "min_chars", "preserve", "no_preserve", "placeholder", "clear_multimodal", "trigger_tokens"),
+    keep={
+        "type": INT_LIST,
+        "help": "Most recent tool results kept whole (micro). Several, comma-separated: what-if.",
+    },
+    trigger_tokens={"help": "Run micro only when the context's estimate exceeds N (0: before every call)."},
+)
+replay_summarize_options = _pick(summarize_options, SUMMARIZER_OPTIONS)
+
+
+# --- one replay --------------------------------------------------------------------------------------
+
+
+class Source:
+    """The input, seekable (stdin is spooled), read once per replay."""
+
+    def __init__(self, path: str, stack: ExitStack) -> None:
+        self.name = STDIN_NAME if path == STDIN else path
+        if path == STDIN:
+            spool = stack.enter_context(tempfile.TemporaryFile())
+            shutil.copyfileobj(sys.stdin.buffer, spool)
+            self.file: BinaryIO = spool
+            self.stem = "stdin"
+            self.place = Path.cwd() / "stdin.jsonl"  # where the default archive folder goes
+        else:
+            self.file = stack.enter_context(open(path, "rb"))
+            self.stem = Path(path).stem
+            self.place = Path(path)
+        self.template = b""  # the first line: how new records are serialized
+
+    def dialect(self, fmt: str | None) -> dialects.Dialect:
+        self.file.seek(0)
+        return dialects.get(fmt or detect_dialect(self.file))
+
+    def run(self, replay: Replay, on_invalid: str) -> ReplayResult:
+        self.file.seek(0)
+        for line in read_lines(self.file, self.name, on_invalid):
+            if line.record is None:
+                continue
+            if not self.template:
+                self.template = line.raw
+            replay.add(line.number - 1, line.record, line.raw, line.slow)
+        return replay.finish()
+
+
+def write_entries(out: IO[bytes], dialect: dialects.Dialect, entries: list[Entry], template: bytes) -> None:
+    for entry in output_entries(dialect, entries):
+        out.write(entry_bytes(entry, template))
+
+
+def archiver(source: Source, dialect: dialects.Dialect, folder: Path) -> Callable[[list[Entry]], str]:
+    """Writes a context as JSONL and archives it like an original (never overwritten, 0600)."""
+
+    def archive(entries: list[Entry]) -> str:
+        with tempfile.TemporaryDirectory() as scratch:
+            temp = Path(scratch) / f"{source.stem}.jsonl"
+            with open(temp, "wb") as out:
+                write_entries(out, dialect, entries, source.template)
+            path, _, _ = storage.archive_copy(temp, folder, stem=source.stem)
+        return str(path)
+
+    return archive
+
+
+def write_timeline(path: Path, result: ReplayResult) -> None:
+    rows = [row.to_json() for row in result.rows]
+    if path.suffix.lower() == ".csv":
+        with open(path, "w", newline="", encoding="utf-8") as out:
+            writer = csv.DictWriter(out, fieldnames=TIMELINE_FIELDS)
+            writer.writeheader()
+            writer.writerows(rows)  # None (no event) is written as an empty field
+        return
+    import jsonlines
+
+    with jsonlines.open(path, mode="w") as writer:
+        writer.write_all(rows)
+
+
+def write_output(output: str, dialect: dialects.Dialect, result: ReplayResult, template: bytes) -> None:
+    if output == "-":
+        write_entries(sys.stdout.buffer, dialect, result.context, template)
+        sys.stdout.buffer.flush()
+        return
+    with storage.Replacement(Path(output)) as replacement:
+        write_entries(replacement.file, dialect, result.context, template)
+        replacement.commit_new()
+
+
+# --- reports -----------------------------------------------------------------------------------------
+
+
+def report_lines(name: str, settings: dict, result: ReplayResult) -> list[str]:
+    kinds = result.by_kind
+    conversation = "main chain" if result.conversation == "main" else "sub-agent conversation"
+    head = f"{name}: {settings['dialect']}"
+    if settings["dialect"] == dialects.CLAUDE_CODE.name:
+        head += f", {conversation}"
+    head += (
+        f"; estimator {settings['estimator']}, threshold {settings['threshold']:,}, keep {settings['keep']}; "
+        f"summarizer {settings['backend']}"
+    )
+    compactions = sum(kinds.values())
+    summarizer = f"{result.summarizer_calls}"
+    if result.api_requests:
+        summarizer += f" ({result.api_requests} API requests)"
+    lines = [
+        head,
+        f"  model calls           {result.calls:,}",
+        f"  compactions           {compactions} (auto {kinds['auto']}, manual {kinds['manual']}, "
+        f"recorded in the file {kinds['recorded']})",
+        f"  summarizer calls      {summarizer}",
+        f"  peak tokens           {result.peak:,} (largest sent to a model call: {result.peak_sent:,})",
+        f"  final tokens          {result.final_tokens:,}",
+        f"  tool results cleared  {result.cleared:,}",
+    ]
+    for archive in result.archives:
+        lines.append(f"  archive               {archive}")
+    return lines
+
+
+WHAT_IF_COLUMNS = (  # (title, key, width)
+    ("threshold", "threshold", 10),
+    ("keep", "keep", 5),
+    ("calls", "calls", 6),
+    ("auto", "auto", 5),
+    ("manual", "manual", 7),
+    ("recorded", "recorded", 9),
+    ("summarizer", "summarizer_calls", 11),
+    ("peak", "peak_tokens", 9),
+    ("peak sent", "peak_sent_tokens", 10),
+    ("final", "final_tokens", 9),
+)
+
+
+def what_if_table(rows: list[dict]) -> str:
+    lines = ["".join(f"{title:>{width}}" for title, _, width in WHAT_IF_COLUMNS)]
+    for row in rows:
+        flat = {**row, **row["compactions"]}
+        lines.append("".join(f"{flat[key]:>{width},}" for _, key, width in WHAT_IF_COLUMNS))
+    return "\n".join(lines) + "\n"
+
+
+# --- the command -------------------------------------------------------------------------------------
+
+
+@click.command(help=HELP, epilog=EXIT_CODES_HELP)
+@click.argument("path", type=click.Path(allow_dash=True, exists=True, dir_okay=False))
+@click.option(
+    "--dialect",
+    "--format",
+    "fmt",
+    type=click.Choice(dialects.NAMES),
+    default=None,
+    help="Transcript dialect (default: detected).",
+)
+@click.option(
+    "--on-invalid",
+    type=click.Choice(ON_INVALID),
+    default="error",
+    show_default=True,
+    help="error: a bad line stops the replay (exit 65); keep: skip bad lines.",
+)
+@click.option(
+    "--threshold",
+    type=INT_LIST,
+    default=str(DEFAULT_THRESHOLD),
+    show_default=True,
+    help="Auto-compact when the estimate exceeds N. Several, comma-separated: what-if.",
+)
+@click.option(
+    "--estimator",
+    type=click.Choice(ESTIMATORS),
+    default="seed",
+    show_default=True,
+    help="How the context is counted (as `estimate --method`; seed reproduces the reference agent).",
+)
+@replay_micro_options
+@replay_summarize_options
+@click.option(
+    "--timeline", type=click.Path(dir_okay=False), default=None, help="Write the timeline (.jsonl or .csv)."
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(allow_dash=True, dir_okay=False),
+    default=None,
+    help="Write the final context ('-' = stdout).",
+)
+@click.option(
+    "--archive-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where the simulated compactions are archived (default: .transcripts/ beside PATH).",
+)
+@click.option(
+    "--plot", type=click.Path(dir_okay=False), default=None, help="Write the chart as a PNG (matplotlib)."
+)
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON (one object per replay).")
+@click.option("-q", "--quiet", is_flag=True, help="No report and no chart.")
+def replay(
+    path: str,
+    fmt: str | None,
+    on_invalid: str,
+    threshold: list[int],
+    estimator: str,
+    timeline: str | None,
+    output: str | None,
+    archive_dir: str | None,
+    plot: str | None,
+    as_json: bool,
+    quiet: bool,
+    backend: str,
+    model: str | None,
+    summary_tokens: int,
+    max_input_tokens: int,
+    timeout: float | None,
+    max_retries: int,
+    no_redact: bool,
+    **layer: Any,
+) -> None:
+    keeps: list[int] = layer.pop("keep")
+    what_if = len(threshold) > 1 or len(keeps) > 1
+    _check_usage(path, what_if, timeline, output, plot)
+    report = sys.stderr if output == "-" else sys.stdout
+    summarizer = make_summarizer(
+        backend,
+        model=model,
+        summary_tokens=summary_tokens,
+        timeout=timeout,
+        max_input_tokens=max_input_tokens,
+        max_retries=max_retries,
+        redact=not no_redact,
+    )
+    if backend == "auto" and not quiet:
+        why = "an API key is set" if summarizer.name == "anthropic" else "no API key or auth token is set"
+        click.echo(f"replay: summarizer {summarizer.name} (--backend auto: {why})", err=True)
+    combos = list(itertools.product(threshold, keeps))
+    if what_if and summarizer.name == "anthropic" and not quiet:
+        click.echo(f"replay: {len(combos)} combinations; each makes its own summarizer API calls", err=True)
+    try:
+        with ExitStack() as stack:
+            source = Source(path, stack)
+            dialect = source.dialect(fmt)
+            count = ContextSize(dialect, estimator, model=model, cache=_cache(estimator))
+            if what_if:
+                rows = []
+                for limit, keep in combos:
+                    options = micro_options_from({**layer, "keep": keep})
+                    run = _new_replay(
+                        dialect, count, summarizer, lambda entries: WHAT_IF_ARCHIVE, limit, options
+                    )
+                    result = source.run(run, on_invalid)
+                    rows.append({"threshold": limit, "keep": keep, **result.summary()})
+                _print_what_if(source.name, dialect, estimator, summarizer, rows, as_json, quiet, report)
+                return
+            limit, keep = combos[0]
+            options = micro_options_from({**layer, "keep": keep})
+            folder = storage.default_archive_dir(source.place, Path(archive_dir) if archive_dir else None)
+            run = _new_replay(dialect, count, summarizer, archiver(source, dialect, folder), limit, options)
+            result = source.run(run, on_invalid)
+            if timeline:
+                write_timeline(Path(timeline), result)
+            if output:
+                write_output(output, dialect, result, source.template)
+            title = f"{Path(source.name).name}: tokens per model call ({estimator})"
+            if plot:
+                chart.write_png(result.rows, limit, Path(plot), title=title)
+    except CompactError as err:
+        click.echo(f"error: {err}", err=True)
+        raise SystemExit(err.exit_code) from None
+    if quiet:
+        return
+    settings = {
+        "dialect": dialect.name,
+        "estimator": estimator,
+        "threshold": limit,
+        "keep": keep,
+        "backend": summarizer.name,
+    }
+    if as_json:
+        document = {"path": source.name, **settings, **result.summary(), "archives": result.archives}
+        print(json.dumps(document, ensure_ascii=False), file=report)
+        return
+    text = "\n".join(report_lines(source.name, settings, result)) + "\n\n"
+    text += chart.text_chart(result.rows, limit, title=f"tokens per model call ({estimator} estimate)")
+    click.echo(text, file=report, nl=False)
+
+
+def _check_usage(
+    path: str, what_if: bool, timeline: str | None, output: str | None, plot: str | None
+) -> None:
+    if what_if and (timeline or output or plot):
+        raise click.UsageError(
+            "--timeline, -o and --plot take one --threshold and one --keep (what-if writes nothing)"
+        )
+    if timeline and Path(timeline).suffix.lower() not in TIMELINE_SUFFIXES:
+        raise click.UsageError(f"--timeline: name a .jsonl or .csv file, not {timeline!r}")
+    if output not in (None, "-") and path != STDIN and Path(output).resolve() == Path(path).resolve():
+        raise click.UsageError("-o names the input itself; replay never changes its input")
+    if plot and not chart.have_matplotlib():
+        click.echo(f"Error: {chart.PLOT_HINT}", err=True)
+        raise SystemExit(USAGE)
+
+
+def _cache(estimator: str) -> Any:
+    if estimator != "api":
+        return None
+    from compactcli.context import TokenCache
+
+    return TokenCache.default()
+
+
+def _new_replay(
+    dialect: dialects.Dialect,
+    count: ContextSize,
+    summarizer: Summarizer,
+    archive: Callable[[list[Entry]], str],
+    threshold: int,
+    options: MicroOptions,
+) -> Replay:
+    return Replay(
+        dialect,
+        count=count,
+        summarizer=summarizer,
+        archive=archive,
+        threshold=threshold,
+        micro_options=options,
+    )
+
+
+def _print_what_if(
+    name: str,
+    dialect: dialects.Dialect,
+    estimator: str,
+    summarizer: Summarizer,
+    rows: list[dict],
+    as_json: bool,
+    quiet: bool,
+    report: IO[str],
+) -> None:
+    if quiet:
+        return
+    if as_json:
+        for row in rows:
+            document = {
+                "path": name,
+                "dialect": dialect.name,
+                "estimator": estimator,
+                "backend": summarizer.name,
+            }
+            print(json.dumps({**document, **row}, ensure_ascii=False), file=report)
+        return
+    head = f"{name}: {dialect.name}; estimator {estimator}; summarizer {summarizer.name}"
+    head += "; what-if (nothing written)\n"
+    click.echo(head + what_if_table(rows), file=report, nl=False)

@@ -1,0 +1,484 @@
+"""Replay: re-run a recorded transcript as the agent loop would, and see when each layer fires
+(DESIGN.md 3, replay).
+
+A :class:`Replay` is fed the records of one file in order and keeps a simulated context: the records
+the next model call would be sent, in the input's dialect. Before each model call (an assistant
+message) it runs micro on the context; then, if the estimate exceeds the threshold, it compacts the
+context (archive, summary, one summary message) before the call. After the user-side message that
+answers a ``compact`` tool call, it compacts with that call's ``focus``.
+
+What is a model call, per dialect:
+
+- anthropic and openai: every assistant message. OpenAI system and tool messages are user-side.
+- claude-code: the first assistant record of each API response; the records that follow with the
+  same ``message.id`` (one response split over several records) are appended without a call. API
+  error notices (``isApiErrorMessage``, model ``<synthetic>``) are appended without a call too.
+  Only the main chain is replayed (a file of sub-agent records only, whose first message record is
+  a sidechain record, replays that conversation instead); other records (progress, snapshots,
+  summaries, system notices) are not sent to a model and are skipped. The whole history is replayed
+  from the top: a compaction recorded in the file (``compact_boundary`` and the ``isCompactSummary``
+  record) resets the simulated context to the recorded summary, and is reported as a ``recorded`` row.
+
+Everything that is not pure (the token count, the summarizer, the archive) is passed in, so that the
+same replay runs for real (command), as a what-if (nothing written) and in tests.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from compactcli import jsonio
+from compactcli.dialects import CLAUDE_CODE, OPENAI, Dialect
+from compactcli.dialects.claude_code import is_compact_boundary, is_sidechain
+from compactcli.layers import micro
+from compactcli.layers.estimate import is_synthetic
+from compactcli.layers.micro import MicroIndex, MicroOptions
+from compactcli.layers.summarize import Summarizer, nothing_to_summarize, summary_records, summary_text
+
+DEFAULT_THRESHOLD = 50_000
+COMPACT_TOOL = "compact"
+FOCUS_FIELD = "focus"
+AUTO, MANUAL, RECORDED = "auto", "manual", "recorded"
+EVENTS = (AUTO, MANUAL, RECORDED)
+TIMELINE_FIELDS = ("index", "turn", "tokens", "event", "tokens_after", "cleared")
+_SYSTEM_ROLES = ("system", "developer")
+
+
+@dataclass(slots=True)
+class Entry:
+    """One record of the simulated context."""
+
+    record: dict
+    raw: bytes | None = None  # the input line as read; None for records the replay made
+    line: int | None = None  # 0-based line in the input; None for records the replay made
+    slow: bool = False  # parsed by the stdlib (jsonio): written back with it if changed
+    changed: bool = False  # micro cleared something in it, or it was relinked
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One timeline row: a model call (event None or auto), or a compaction between calls.
+
+    `index`: 0-based input line of the assistant message (model call), of the user message that
+    answered the compact call (manual), or of the recorded summary (recorded). `turn`: the model call
+    number (1-based); for manual and recorded rows, the number of calls made so far. `tokens`: the
+    estimate after micro and before any compaction; `tokens_after`: after the compaction (what the
+    model call receives). `cleared`: tool results micro cleared before this call.
+    """
+
+    index: int
+    turn: int
+    tokens: int
+    event: str | None = None
+    tokens_after: int = 0
+    cleared: int = 0
+
+    @property
+    def is_call(self) -> bool:
+        return self.event in (None, AUTO)
+
+    def to_json(self) -> dict:
+        return {name: getattr(self, name) for name in TIMELINE_FIELDS}
+
+
+@dataclass
+class Compaction:
+    kind: str  # auto, manual or recorded
+    index: int
+    tokens_before: int
+    tokens_after: int
+    archive: str | None = None
+    focus: str | None = None
+
+
+@dataclass
+class ReplayResult:
+    rows: list[Row]
+    context: list[Entry]
+    final_tokens: int
+    compactions: list[Compaction]
+    summarizer_calls: int = 0
+    api_requests: int = 0  # requests the summarizer made (a long context takes several)
+    cleared: int = 0
+    conversation: str = "main"
+
+    @property
+    def calls(self) -> int:
+        return sum(1 for row in self.rows if row.is_call)
+
+    @property
+    def by_kind(self) -> dict[str, int]:
+        counts = Counter(c.kind for c in self.compactions)
+        return {kind: counts.get(kind, 0) for kind in EVENTS}
+
+    @property
+    def peak(self) -> int:
+        """The largest the context grew: the most tokens of any row (before compaction)."""
+        return max([row.tokens for row in self.rows] + [self.final_tokens])
+
+    @property
+    def peak_sent(self) -> int:
+        """The largest context a model call received (after micro and compaction)."""
+        return max((row.tokens_after for row in self.rows if row.is_call), default=0)
+
+    @property
+    def archives(self) -> list[str]:
+        return [c.archive for c in self.compactions if c.archive]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "compactions": self.by_kind,
+            "summarizer_calls": self.summarizer_calls,
+            "api_requests": self.api_requests,
+            "peak_tokens": self.peak,
+            "peak_sent_tokens": self.peak_sent,
+            "final_tokens": self.final_tokens,
+            "cleared": self.cleared,
+            "conversation": self.conversation,
+        }
+
+
+Count = Callable[[list[dict]], int]
+Archive = Callable[[list[Entry]], str]
+
+
+class Replay:
+    """Feed every record of one file with :meth:`add` (in order), then call :meth:`finish`.
+
+    `count(records)` is the token estimate of a list of records; `archive(entries)` stores a context
+    that is about to be summarized and returns the path the summary message names. Records passed to
+    `add` are taken over: micro clears tool results in them in place.
+    """
+
+    def __init__(
+        self,
+        dialect: Dialect,
+        *,
+        count: Count,
+        summarizer: Summarizer,
+        archive: Archive,
+        threshold: int = DEFAULT_THRESHOLD,
+        micro_options: MicroOptions | None = None,
+        now: Callable[[], datetime] | None = None,
+        new_uuid: Callable[[], str] | None = None,
+    ) -> None:
+        self.dialect = dialect
+        self.count = count
+        self.summarizer = summarizer
+        self.archive = archive
+        self.threshold = threshold
+        self.micro = micro_options or MicroOptions()
+        self.now = now
+        self.new_uuid = new_uuid
+        self.context: list[Entry] = []
+        self.rows: list[Row] = []
+        self.compactions: list[Compaction] = []
+        self.turn = 0
+        self.summarizer_calls = 0
+        self.api_requests = 0
+        self.cleared = 0
+        self._claude_code = dialect.name == CLAUDE_CODE.name
+        self._openai = dialect.name == OPENAI.name
+        self._sidechain: bool | None = None  # claude-code: which conversation, set by the first message
+        self._response_id: object = None  # claude-code: message.id of the response being recorded
+        self._compact_calls: dict[str, str | None] = {}  # open compact tool calls: id -> focus
+        self._manual: tuple[int, str | None] | None = None  # (line, focus) of an answered compact call
+        self._recorded: tuple[int, int] | None = None  # (line, tokens before) of a recorded boundary
+
+    # -- feeding ---------------------------------------------------------------------------------
+
+    def add(self, line: int, record: dict, raw: bytes | None = None, slow: bool = False) -> None:
+        """One parsed record; `line` is its 0-based line in the input."""
+        if self._claude_code and not self._claude_code_message(line, record, raw, slow):
+            return
+        message = self.dialect.normalize(record)
+        if message is None:
+            if self._claude_code or self._manual is None:
+                return
+            self._compact_manual()  # a line that is no message (anthropic, openai) ends the results
+            return
+        entry = Entry(record, raw, line, slow)
+        if self._manual is not None and not self._continues_results(record, message):
+            self._compact_manual()
+        if message.get("role") == "assistant":
+            if self._is_call(record):
+                self._call(line)
+            self._remember_compact_calls(message)
+        self.context.append(entry)
+        if message.get("role") != "assistant":
+            self._answers_compact(line, record)
+        if self._recorded is not None:
+            self._finish_recorded(record)
+
+    def finish(self) -> ReplayResult:
+        """The result; the final context gets micro as the next call would (no compaction: whether
+        that fires depends on the message the next call is for)."""
+        if self._manual is not None:
+            self._compact_manual()
+        if self._recorded is not None:
+            self._finish_recorded({})
+        self._run_micro()
+        return ReplayResult(
+            rows=self.rows,
+            context=self.context,
+            final_tokens=self._tokens(),
+            compactions=self.compactions,
+            summarizer_calls=self.summarizer_calls,
+            api_requests=self.api_requests,
+            cleared=self.cleared,
+            conversation="sidechain" if self._sidechain else "main",
+        )
+
+    # -- claude-code -----------------------------------------------------------------------------
+
+    def _claude_code_message(self, line: int, record: dict, raw: bytes | None, slow: bool) -> bool:
+        """Whether the record joins the context as a message; handles recorded compactions."""
+        if self._sidechain is None and self.dialect.message(record) is not None:
+            self._sidechain = is_sidechain(record)
+        if is_sidechain(record) != bool(self._sidechain):
+            return False
+        if is_compact_boundary(record):
+            self._restart_recorded(line)
+            self.context = [Entry(record, raw, line, slow)]
+            return False
+        if self.dialect.message(record) is None:
+            return False
+        if record.get("isCompactSummary") is True:
+            after_boundary = len(self.context) == 1 and is_compact_boundary(self.context[0].record)
+            if not after_boundary:  # older Claude Code writes the summary without a boundary
+                self._restart_recorded(line)
+                self.context = []
+            self._recorded = (line, self._recorded[1] if self._recorded else 0)
+        return True
+
+    def _restart_recorded(self, line: int) -> None:
+        if self._manual is not None:
+            self._compact_manual()
+        self._recorded = (line, self._tokens() if self.context else 0)
+
+    def _finish_recorded(self, record: dict) -> None:
+        assert self._recorded is not None
+        line, before = self._recorded
+        self._recorded = None
+        after = self._tokens()
+        self.rows.append(Row(line, self.turn, before, RECORDED, after))
+        self.compactions.append(Compaction(RECORDED, line, before, after))
+
+    def _is_call(self, record: dict) -> bool:
+        if not self._claude_code:
+            return True
+        message = self.dialect.message(record) or {}
+        if is_synthetic(record, message):
+            return False  # an API error notice: no response was received
+        response_id = message.get("id")
+        if response_id is not None and response_id == self._response_id:
+            return False  # the rest of a response split over several records
+        self._response_id = response_id
+        return True
+
+    # -- model calls -----------------------------------------------------------------------------
+
+    def _call(self, line: int) -> None:
+        self.turn += 1
+        cleared = self._run_micro()
+        tokens = self._tokens()
+        event, after = None, tokens
+        if tokens > self.threshold and self._has_history():
+            self._compact(AUTO, line, tokens, focus=None)
+            event, after = AUTO, self._tokens()
+        self.rows.append(Row(line, self.turn, tokens, event, after, cleared))
+
+    def _run_micro(self) -> int:
+        options = self.micro
+        if options.trigger_tokens and self._tokens() <= options.trigger_tokens:
+            return 0
+        index = MicroIndex(self.dialect, placeholder=options.placeholder)
+        for position, entry in enumerate(self.context):
+            index.add(position, entry.record)
+        cleared = 0
+        for position, clears in micro.plan(index, options).items():
+            entry = self.context[position]
+            micro.apply(self.dialect, entry.record, clears)
+            entry.changed = True
+            cleared += len(clears)
+        self.cleared += cleared
+        return cleared
+
+    def _tokens(self) -> int:
+        return self.count([entry.record for entry in self.context])
+
+    # -- manual compaction -----------------------------------------------------------------------
+
+    def _remember_compact_calls(self, message: dict) -> None:
+        content = message.get("content")
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_use"
+                and block.get("name") == COMPACT_TOOL
+                and isinstance(block.get("id"), str)
+            ):
+                tool_input = block.get("input")
+                focus = tool_input.get(FOCUS_FIELD) if isinstance(tool_input, dict) else None
+                self._compact_calls[block["id"]] = focus if isinstance(focus, str) and focus.strip() else None
+
+    def _answers_compact(self, line: int, record: dict) -> None:
+        for result in self.dialect.tool_results(record):
+            if result.tool_use_id in self._compact_calls and self._manual is None:
+                self._manual = (line, self._compact_calls.pop(result.tool_use_id))
+
+    def _continues_results(self, record: dict, message: dict) -> bool:
+        """Whether the record is one more tool result of the same batch (an OpenAI tool message,
+        or a user record of tool results only): the compaction waits until the batch is complete,
+        so that no result is left without its call."""
+        if self._openai:
+            return record.get("role") == "tool"
+        content = message.get("content")
+        return (
+            message.get("role") == "user"
+            and isinstance(content, list)
+            and bool(content)
+            and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+        )
+
+    def _compact_manual(self) -> None:
+        assert self._manual is not None
+        line, focus = self._manual
+        self._manual = None
+        before = self._tokens()
+        if not self._has_history():
+            return
+        self._compact(MANUAL, line, before, focus=focus)
+        self.rows.append(Row(line, self.turn, before, MANUAL, self.compactions[-1].tokens_after))
+
+    # -- compaction ------------------------------------------------------------------------------
+
+    def _kept_on_top(self, entry: Entry) -> bool:
+        """OpenAI system messages stay above the summary: instructions are not paraphrased."""
+        return self._openai and entry.record.get("role") in _SYSTEM_ROLES
+
+    def _summarized(self) -> list[dict]:
+        messages = []
+        for entry in self.context:
+            if self._kept_on_top(entry):
+                continue
+            if self._claude_code and is_synthetic(entry.record, self.dialect.message(entry.record) or {}):
+                continue
+            normalized = self.dialect.normalize(entry.record)
+            if normalized is not None:
+                messages.append(normalized)
+        return messages
+
+    def _has_history(self) -> bool:
+        """False when the context holds nothing but an earlier summary (compacting again would only
+        rewrite it)."""
+        messages = self._summarized()
+        return not nothing_to_summarize(messages, len(messages))
+
+    def _compact(self, kind: str, line: int, tokens: int, *, focus: str | None) -> None:
+        # The summary first: a summarizer that fails leaves no archive behind.
+        text = self.summarizer.summarize(self._summarized(), focus=focus)
+        self.summarizer_calls += 1
+        self.api_requests += int(getattr(self.summarizer, "calls", 0) or 0)
+        archive = self.archive(output_entries(self.dialect, self.context))
+        records = summary_records(
+            self.dialect.name,
+            summary_text(archive, text),
+            context_records=[entry.record for entry in self.context],
+            pre_tokens=tokens,
+            now=self.now() if self.now else None,
+            new_uuid=self.new_uuid,
+        )
+        for record in records:
+            metadata = record.get("compactMetadata")
+            if isinstance(metadata, dict):
+                metadata["trigger"] = kind  # summary_records writes what a manual /compact writes
+        kept = [entry for entry in self.context if self._kept_on_top(entry)]
+        self.context = kept + [Entry(record, changed=True) for record in records]
+        self._compact_calls.clear()
+        self.compactions.append(Compaction(kind, line, tokens, self._tokens(), archive, focus))
+
+
+def replay(
+    dialect: Dialect,
+    records: Iterable[tuple[int, dict]],
+    **options: Any,
+) -> ReplayResult:
+    """Replay (0-based line, record) pairs; `options` are those of :class:`Replay`."""
+    run = Replay(dialect, **options)
+    for line, record in records:
+        run.add(line, record)
+    return run.finish()
+
+
+# -- writing a context ------------------------------------------------------------------------------
+
+
+def output_entries(dialect: Dialect, entries: Sequence[Entry]) -> list[Entry]:
+    """The entries as a file of their own. Claude Code: a record whose parentUuid names a record
+    that is not there (summarized away, or a skipped record) is linked to the record before it, on
+    a copy, so that the chain from the summary to the last record is whole and the session resumes."""
+    if dialect.name != CLAUDE_CODE.name:
+        return list(entries)
+    out: list[Entry] = []
+    seen: set[str] = set()
+    previous: str | None = None
+    for entry in entries:
+        record = entry.record
+        parent = record.get("parentUuid")
+        if isinstance(parent, str) and parent not in seen:
+            record = {**record, "parentUuid": previous}
+            entry = Entry(record, entry.raw, entry.line, entry.slow, changed=True)
+        uuid = record.get("uuid")
+        if isinstance(uuid, str):
+            seen.add(uuid)
+            previous = uuid
+        out.append(entry)
+    return out
+
+
+def entry_bytes(entry: Entry, template: bytes = b"") -> bytes:
+    """The line for an entry: byte for byte as read when unchanged, else serialized like its own
+    line (or like `template`, a line of the input, for records the replay made)."""
+    if entry.raw is not None and not entry.changed:
+        return entry.raw if entry.raw.endswith(b"\n") else entry.raw + b"\n"
+    return jsonio.dumps_like(entry.record, entry.raw or template, entry.slow) + b"\n"
+
+
+# -- estimates --------------------------------------------------------------------------------------
+
+
+@dataclass
+class ContextSize:
+    """`count` for a Replay: the compactcli.context estimate of a list of records.
+
+    One ContextCounter per count (a context changes in the middle, not only at its end); the API
+    client and the token cache of method `api` are kept between counts.
+    """
+
+    dialect: Dialect
+    method: str = "seed"
+    model: str | None = None
+    cache: Any = None
+    counts: int = field(default=0, init=False)
+    _client: Any = field(default=None, init=False, repr=False)
+
+    def __call__(self, records: list[dict]) -> int:
+        from compactcli.context import ContextCounter
+
+        counter = ContextCounter(
+            self.dialect, self.method, detail=False, model=self.model, cache=self.cache, client=self._client
+        )
+        for record in records:
+            counter.add(record)
+        self.counts += 1
+        tokens = counter.tokens
+        self._client = counter.client
+        return tokens or 0

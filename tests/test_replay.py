@@ -1,0 +1,467 @@
+"""`compactcli replay`: where each layer fires on hand-built transcripts whose sizes are computed here,
+independently, with the reference formula len(str(messages)) // 4 (DESIGN.md 3, replay).
+
+The main transcript (TASK) has seven model calls. With --keep 10 micro never clears anything in it,
+so the estimate before the call on line k is seed(RECORDS[:k]). The threshold is set one below the
+size at the fourth call (line 7), so that call, and no earlier one, compacts. The assistant on line 9
+calls `compact` with a focus; the user message on line 10 answers it, so a manual compaction follows.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from compactcli import dialects
+from compactcli.chart import text_chart
+from compactcli.cli import cli
+from compactcli.layers.replay import Row
+from compactcli.layers.validate import validate_records
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "samples"
+FOCUS = "the empty-line handling"
+PREFIX = "[Conversation compressed. Transcript: "
+
+
+def seed(messages: list) -> int:
+    """The reference agent's estimate, written out here rather than imported."""
+    return len(str(messages)) // 4
+
+
+def call(call_id: str, name: str = "bash", tool_input: dict | None = None, text: str | None = None) -> dict:
+    blocks: list[dict] = [{"type": "text", "text": text}] if text else []
+    blocks.append(
+        {"type": "tool_use", "id": call_id, "name": name, "input": tool_input or {"command": "pytest"}}
+    )
+    return {"role": "assistant", "content": blocks}
+
+
+def result(call_id: str, content: str) -> dict:
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": content}]}
+
+
+RECORDS = [
+    {"role": "user", "content": "Fix the parser bug in tally/parse.py and run the tests."},  # 0
+    call("c1", text="Running the tests first."),  # 1  call 1
+    result("c1", "E" * 2000),  # 2
+    call("c2"),  # 3  call 2
+    result("c2", "F" * 2000),  # 4
+    call("c3"),  # 5  call 3
+    result("c3", "G" * 2000),  # 6
+    call("c4"),  # 7  call 4: over the threshold -> auto
+    result("c4", "H" * 2000),  # 8
+    call("c5", "compact", {"focus": FOCUS}),  # 9  call 5
+    result("c5", "Compressing..."),  # 10 answers compact -> manual
+    {"role": "assistant", "content": [{"type": "text", "text": "Continuing from the summary."}]},  # 11 call 6
+    {"role": "user", "content": "Thanks. Is it done?"},  # 12
+    {"role": "assistant", "content": "Yes: the parser accepts empty lines now."},  # 13 call 7
+]
+THRESHOLD = seed(RECORDS[:7]) - 1
+
+
+def dump(records: list[dict]) -> bytes:
+    return b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records)
+
+
+def write(path: Path, records: list[dict]) -> Path:
+    path.write_bytes(dump(records))
+    return path
+
+
+def run(*args: object, input: bytes | None = None):
+    return CliRunner().invoke(cli, ["replay", *map(str, args)], input=input)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def summary_message(archive: str, summary: str) -> dict:
+    return {"role": "user", "content": f"{PREFIX}{archive}]\n\n{summary}"}
+
+
+def test_threshold_and_focus_through_the_api(tmp_path: Path, fake_api) -> None:
+    """Auto compaction exactly at call 4, manual compaction after line 10 with the call's focus; both
+    summaries written by the (fake) Messages API."""
+    assert seed(RECORDS[:5]) <= THRESHOLD < seed(RECORDS[:7])  # the fixture is what the docstring says
+    replies = iter(["SUMMARY-ONE", "SUMMARY-TWO"])
+    fake_api.reply_text = lambda body: next(replies)
+    source = write(tmp_path / "task.jsonl", RECORDS)
+    timeline, out = tmp_path / "timeline.jsonl", tmp_path / "out.jsonl"
+    archives_dir = tmp_path / "archives"
+    got = run(
+        source,
+        "--backend", "anthropic", "--threshold", THRESHOLD, "--keep", 10, "--timeline", timeline,
+        "-o", out, "--archive-dir", archives_dir, "--json",
+    )  # fmt: skip
+    assert got.exit_code == 0, got.output + got.stderr
+    report = json.loads(got.stdout)
+    assert report["compactions"] == {"auto": 1, "manual": 1, "recorded": 0}
+    assert report["summarizer_calls"] == 2 and report["calls"] == 7
+    first, second = report["archives"]
+
+    # What each compaction archived: the context it replaced, line for line.
+    assert Path(first).read_bytes() == dump(RECORDS[:7])
+    summary_one = summary_message(first, "SUMMARY-ONE")
+    assert Path(second).read_bytes() == dump([summary_one, *RECORDS[7:11]])
+    assert Path(first).parent == archives_dir.resolve()
+
+    # The focus reached the model on the manual compaction only.
+    requests = fake_api.calls("messages")
+    assert len(requests) == 2
+    assert FOCUS not in json.dumps(requests[0].body) and "Focus:" not in json.dumps(requests[0].body)
+    assert f"Focus: keep every detail about {FOCUS}" in requests[1].body["messages"][-1]["content"]
+
+    rows = read_jsonl(timeline)
+    after_auto = seed([summary_one])
+    expected = [
+        {"index": 1, "turn": 1, "tokens": seed(RECORDS[:1]), "event": None},
+        {"index": 3, "turn": 2, "tokens": seed(RECORDS[:3]), "event": None},
+        {"index": 5, "turn": 3, "tokens": seed(RECORDS[:5]), "event": None},
+        {"index": 7, "turn": 4, "tokens": seed(RECORDS[:7]), "event": "auto", "tokens_after": after_auto},
+        {"index": 9, "turn": 5, "tokens": seed([summary_one, *RECORDS[7:9]]), "event": None},
+        {"index": 10, "turn": 5, "tokens": seed([summary_one, *RECORDS[7:11]]), "event": "manual"},
+        {"index": 11, "turn": 6, "event": None},
+        {"index": 13, "turn": 7, "event": None},
+    ]
+    assert [{k: row[k] for k in want} for row, want in zip(rows, expected, strict=True)] == expected
+
+    # -o: what the next call would receive; it validates and names an archive that exists.
+    final = read_jsonl(out)
+    assert final == [summary_message(second, "SUMMARY-TWO"), *RECORDS[11:]]
+    assert validate_records(dialects.ANTHROPIC, enumerate(final, 1)) == []
+    assert report["final_tokens"] == seed(final)
+
+
+def test_digest_backend_fires_at_the_same_places(tmp_path: Path) -> None:
+    source = write(tmp_path / "task.jsonl", RECORDS)
+    timeline = tmp_path / "t.jsonl"
+    got = run(source, "--backend", "digest", "--threshold", THRESHOLD, "--keep", 10, "--timeline", timeline)
+    assert got.exit_code == 0, got.output + got.stderr
+    events = [(row["index"], row["event"]) for row in read_jsonl(timeline) if row["event"]]
+    assert events == [(7, "auto"), (10, "manual")]
+    assert "model calls           7" in got.stdout
+    assert "compactions           2 (auto 1, manual 1" in got.stdout
+    archives = sorted((tmp_path / ".transcripts").glob("task.*.jsonl"))
+    assert len(archives) == 2
+    assert dump(RECORDS[:7]) in [archive.read_bytes() for archive in archives]
+
+
+def test_the_estimate_must_exceed_the_threshold(tmp_path: Path) -> None:
+    """At a threshold equal to the size at call 4, call 4 does not compact; call 5 (larger) does."""
+    source = write(tmp_path / "task.jsonl", RECORDS)
+    timeline = tmp_path / "t.jsonl"
+    got = run(
+        source, "--backend", "digest", "--threshold", THRESHOLD + 1, "--keep", 10, "--timeline", timeline
+    )
+    assert got.exit_code == 0, got.output + got.stderr
+    events = [(row["index"], row["tokens"], row["event"]) for row in read_jsonl(timeline) if row["event"]]
+    assert events[0] == (9, seed(RECORDS[:9]), "auto")
+
+
+def test_tokens_are_counted_after_micro(tmp_path: Path) -> None:
+    """Default micro (keep 3, min-chars 100): before each call the older results are placeholders."""
+    records: list[dict] = [{"role": "user", "content": "Look around."}]
+    for n in range(1, 7):
+        records += [call(f"c{n}"), result(f"c{n}", f"{n}" * 500)]
+    records.append({"role": "assistant", "content": "Done."})
+    timeline = tmp_path / "t.jsonl"
+    got = run(write(tmp_path / "m.jsonl", records), "--backend", "digest", "--timeline", timeline)
+    assert got.exit_code == 0, got.output + got.stderr
+    rows = read_jsonl(timeline)
+    assert len(rows) == 7
+    for row in rows:
+        context = json.loads(json.dumps(records[: row["index"]]))
+        results = [
+            m for m in context if isinstance(m["content"], list) and m["content"][0]["type"] == "tool_result"
+        ]
+        for message in results[:-3]:
+            message["content"][0]["content"] = "[Previous: used bash]"
+        assert row["tokens"] == seed(context), row
+        assert row["event"] is None
+    # One more result becomes old at each call from the fifth on.
+    assert [row["cleared"] for row in rows] == [0, 0, 0, 0, 1, 1, 1]
+
+
+def test_timeline_jsonl_and_csv_agree(tmp_path: Path) -> None:
+    source = write(tmp_path / "task.jsonl", RECORDS)
+    base = ["--backend", "digest", "--threshold", THRESHOLD, "--keep", 10, "-q"]
+    assert run(source, *base, "--timeline", tmp_path / "t.jsonl").exit_code == 0
+    assert run(source, *base, "--timeline", tmp_path / "t.csv").exit_code == 0
+    from_jsonl = read_jsonl(tmp_path / "t.jsonl")
+    with open(tmp_path / "t.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        assert reader.fieldnames[:4] == ["index", "turn", "tokens", "event"]
+        from_csv = [{k: (v or None) if k == "event" else int(v) for k, v in row.items()} for row in reader]
+    assert from_csv == from_jsonl
+    assert len(from_csv) == 8  # seven calls and the manual compaction
+
+
+def test_timeline_needs_a_known_extension(tmp_path: Path) -> None:
+    got = run(write(tmp_path / "a.jsonl", RECORDS), "--timeline", tmp_path / "t.txt", "--backend", "digest")
+    assert got.exit_code == 2
+    assert ".jsonl or .csv" in got.stderr
+    assert not (tmp_path / "t.txt").exists()
+
+
+def test_what_if_table(tmp_path: Path) -> None:
+    source = write(tmp_path / "task.jsonl", RECORDS)
+    low, high = THRESHOLD, seed(RECORDS) * 2  # the high one is never reached
+    got = run(source, "--backend", "digest", "--threshold", f"{low},{high}", "--keep", "3,10", "--json")
+    assert got.exit_code == 0, got.output + got.stderr
+    rows = [json.loads(line) for line in got.stdout.splitlines()]
+    assert [(r["threshold"], r["keep"]) for r in rows] == [(low, 3), (low, 10), (high, 3), (high, 10)]
+    for r in rows:
+        total = sum(r["compactions"].values())
+        if r["threshold"] == high:
+            assert r["compactions"] == {"auto": 0, "manual": 1, "recorded": 0}
+        else:
+            assert total > 1  # more compactions at the lower threshold
+        assert r["summarizer_calls"] == total
+    # keep 10 clears nothing, keep 3 clears: the peak before compaction is larger with keep 10.
+    assert rows[3]["peak_tokens"] > rows[2]["peak_tokens"]
+    # Nothing written: no archive folder.
+    assert not (tmp_path / ".transcripts").exists()
+    table = run(source, "--backend", "digest", "--threshold", f"{low},{high}")
+    assert table.exit_code == 0
+    lines = table.stdout.splitlines()
+    assert "what-if" in lines[0] and lines[1].split()[:3] == ["threshold", "keep", "calls"]
+    assert len(lines) == 4 and lines[2].split()[0] == f"{low:,}" and lines[3].split()[0] == f"{high:,}"
+
+
+def test_what_if_writes_nothing_so_outputs_are_refused(tmp_path: Path) -> None:
+    source = write(tmp_path / "task.jsonl", RECORDS)
+    got = run(source, "--keep", "3,4", "--timeline", tmp_path / "t.csv", "--backend", "digest")
+    assert got.exit_code == 2
+    assert not (tmp_path / "t.csv").exists()
+
+
+def test_output_to_stdout_moves_the_report_to_stderr(tmp_path: Path) -> None:
+    source = write(tmp_path / "task.jsonl", RECORDS)
+    got = run(source, "--backend", "digest", "--threshold", 10**9, "--keep", 10, "-o", "-")
+    assert got.exit_code == 0, got.stderr
+    final = [json.loads(line) for line in got.stdout_bytes.splitlines()]
+    assert final[0]["content"].startswith(PREFIX)  # the manual compaction still fired
+    assert final[1:] == RECORDS[11:]
+    assert "model calls" in got.stderr and "threshold" in got.stderr
+
+
+# --- Claude Code -------------------------------------------------------------------------------------
+
+SESSION = "5e55i0n0-0000-4000-8000-000000000001"
+
+
+def cc(kind: str, uuid: str, parent: str | None, message: dict | None = None, **extra: object) -> dict:
+    record: dict = {
+        "parentUuid": parent,
+        "isSidechain": False,
+        "sessionId": SESSION,
+        "type": kind,
+        "uuid": uuid,
+    }
+    if message is not None:
+        record["message"] = message
+    record.update(extra)
+    return record
+
+
+def use_block(call_id: str, name: str) -> dict:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+
+
+def assistant(message_id: str, content: list | str) -> dict:
+    return {"id": message_id, "type": "message", "role": "assistant", "model": "claude-x", "content": content}
+
+
+CC_RECORDS = [
+    {"type": "summary", "summary": "Parser fix", "leafUuid": "u9"},  # 0 skipped
+    cc("user", "u0", None, {"role": "user", "content": "Fix the parser."}),  # 1
+    cc("assistant", "u1", "u0", assistant("msg_1", [{"type": "text", "text": "Looking."}])),  # 2 call 1
+    cc("assistant", "u2", "u1", assistant("msg_1", [use_block("ta", "Bash")])),  # 3
+    cc("assistant", "u3", "u2", assistant("msg_1", [use_block("tb", "Grep")])),  # 4
+    {"type": "progress", "uuid": "p1", "parentUuid": "u3", "data": {"type": "bash_progress"}},  # 5 skipped
+    cc("user", "u4", "u3", result("ta", "a" * 300)),  # 6
+    cc("user", "u5", "u4", result("tb", "b" * 300)),  # 7
+    {**cc("user", "s1", None, {"role": "user", "content": "task " * 50}), "isSidechain": True},  # 8 skipped
+    {**cc("assistant", "s2", "s1", assistant("msg_s", "sub-agent answer")), "isSidechain": True},  # 9 skipped
+    cc("assistant", "u6", "u5", assistant("msg_2", [{"type": "text", "text": "Found it."}])),  # 10 call 2
+    cc("assistant", "u7", "u6", {**assistant("msg_e", "API Error: overloaded"), "model": "<synthetic>"},
+       isApiErrorMessage=True),  # 11 no call
+    cc("system", "b1", None, None, subtype="compact_boundary", content="Conversation compacted",
+       compactMetadata={"trigger": "auto", "preTokens": 155000}),  # 12
+    cc("user", "u8", "b1", {"role": "user", "content": "This session is being continued. Summary: parser."},
+       isCompactSummary=True),  # 13 recorded
+    cc("assistant", "u9", "u8", assistant("msg_3", [{"type": "text", "text": "Done."}])),  # 14 call 3
+]  # fmt: skip
+
+
+def messages_of(records: list[dict]) -> list[dict]:
+    return [r["message"] for r in records]
+
+
+def test_claude_code_split_responses_and_recorded_compactions(tmp_path: Path) -> None:
+    source = write(tmp_path / "cc.jsonl", CC_RECORDS)
+    timeline, out = tmp_path / "t.jsonl", tmp_path / "out.jsonl"
+    got = run(source, "--backend", "digest", "--keep", 10, "--timeline", timeline, "-o", out, "--json")
+    assert got.exit_code == 0, got.output + got.stderr
+    main_before_boundary = [CC_RECORDS[i] for i in (1, 2, 3, 4, 6, 7, 10, 11)]
+    summary = CC_RECORDS[13]
+    assert read_jsonl(timeline) == [
+        {"index": 2, "turn": 1, "tokens": seed(messages_of(CC_RECORDS[1:2])), "event": None,
+         "tokens_after": seed(messages_of(CC_RECORDS[1:2])), "cleared": 0},
+        {"index": 10, "turn": 2, "tokens": seed(messages_of([CC_RECORDS[i] for i in (1, 2, 3, 4, 6, 7)])),
+         "event": None, "tokens_after": seed(messages_of([CC_RECORDS[i] for i in (1, 2, 3, 4, 6, 7)])),
+         "cleared": 0},
+        {"index": 13, "turn": 2, "tokens": seed(messages_of(main_before_boundary)), "event": "recorded",
+         "tokens_after": seed(messages_of([summary])), "cleared": 0},
+        {"index": 14, "turn": 3, "tokens": seed(messages_of([summary])), "event": None,
+         "tokens_after": seed(messages_of([summary])), "cleared": 0},
+    ]  # fmt: skip
+    report = json.loads(got.stdout)
+    assert report["calls"] == 3 and report["compactions"]["recorded"] == 1 and report["archives"] == []
+    # The final context is the recorded compaction onwards, byte for byte.
+    assert out.read_bytes() == dump(CC_RECORDS[12:])
+
+
+def test_claude_code_auto_compaction_writes_what_claude_code_writes(tmp_path: Path) -> None:
+    records = CC_RECORDS[:12]  # no recorded compaction
+    threshold = seed(messages_of([records[i] for i in (1, 2, 3, 4, 6, 7)])) - 1  # crossed at call 2
+    out = tmp_path / "out.jsonl"
+    source = write(tmp_path / "cc.jsonl", records)
+    got = run(source, "--backend", "digest", "--keep", 10, "--threshold", threshold, "-o", out, "--json")
+    assert got.exit_code == 0, got.output + got.stderr
+    report = json.loads(got.stdout)
+    assert report["compactions"]["auto"] == 1
+    final = read_jsonl(out)
+    boundary, summary, *rest = final
+    assert boundary["subtype"] == "compact_boundary" and boundary["compactMetadata"]["trigger"] == "auto"
+    assert boundary["logicalParentUuid"] == "u5" and boundary["sessionId"] == SESSION
+    assert summary["isCompactSummary"] is True and summary["parentUuid"] == boundary["uuid"]
+    archive = summary["message"]["content"][len(PREFIX) :].split("]")[0]
+    assert archive == report["archives"][0] and Path(archive).is_file()
+    # The records after the summary are linked to it, then to each other.
+    assert [r["uuid"] for r in rest] == ["u6", "u7"]
+    assert rest[0]["parentUuid"] == summary["uuid"] and rest[1]["parentUuid"] == "u6"
+    assert validate_records(dialects.CLAUDE_CODE, enumerate(final, 1)) == []
+
+
+# --- OpenAI ------------------------------------------------------------------------------------------
+
+
+def test_openai_manual_compaction_waits_for_the_other_results(tmp_path: Path) -> None:
+    arguments = json.dumps({"focus": FOCUS})
+    records = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": f"Fix {FOCUS} in the parser."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "k1", "type": "function", "function": {"name": "compact", "arguments": arguments}},
+            {"id": "k2", "type": "function", "function": {"name": "bash", "arguments": "{}"}},
+        ]},
+        {"role": "tool", "tool_call_id": "k1", "content": "Compressing..."},  # 3: answers compact
+        {"role": "tool", "tool_call_id": "k2", "content": "ok"},  # 4: same batch
+        {"role": "assistant", "content": "Continuing."},  # 5
+    ]  # fmt: skip
+    timeline, out = tmp_path / "t.csv", tmp_path / "out.jsonl"
+    got = run(write(tmp_path / "o.jsonl", records), "--backend", "digest", "--timeline", timeline, "-o", out)
+    assert got.exit_code == 0, got.output + got.stderr
+    with open(timeline, newline="") as f:
+        rows = [(int(r["index"]), int(r["turn"]), r["event"]) for r in csv.DictReader(f)]
+    assert rows == [(2, 1, ""), (3, 1, "manual"), (5, 2, "")]
+    final = read_jsonl(out)
+    assert final[0] == records[0]  # the system message stays on top
+    assert final[1]["role"] == "user" and final[1]["content"].startswith(PREFIX)
+    assert f"## About {FOCUS}" in final[1]["content"]  # the digest got the focus
+    assert final[2:] == records[5:]
+    assert validate_records(dialects.OPENAI, enumerate(final, 1)) == []
+
+
+# --- failures, plot, chart ---------------------------------------------------------------------------
+
+
+def test_api_failure_exits_69_and_archives_nothing(tmp_path: Path, fake_api) -> None:
+    from fakeapi import error_reply
+
+    fake_api.always("messages", error_reply(500))
+    source = write(tmp_path / "task.jsonl", RECORDS)
+    got = run(source, "--backend", "anthropic", "--threshold", THRESHOLD, "--keep", 10, "--max-retries", 0,
+              "--timeline", tmp_path / "t.jsonl")  # fmt: skip
+    assert got.exit_code == 69, got.output + got.stderr
+    assert "500" in got.stderr
+    assert not (tmp_path / ".transcripts").exists()  # the summary comes first, the archive after it
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_plot_without_matplotlib_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    source = write(tmp_path / "task.jsonl", RECORDS)
+    got = run(source, "--backend", "digest", "--plot", tmp_path / "p.png", "--timeline", tmp_path / "t.csv")
+    assert got.exit_code == 2
+    assert "--plot needs matplotlib: pip install 'compactcli[plot]'" in got.stderr
+    assert not (tmp_path / "t.csv").exists() and not (tmp_path / "p.png").exists()
+
+
+def test_plot_writes_a_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "p.png"
+    got = run(write(tmp_path / "task.jsonl", RECORDS), "--backend", "digest", "--threshold", THRESHOLD,
+              "--keep", 10, "--plot", png, "-q")  # fmt: skip
+    assert got.exit_code == 0, got.output + got.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_text_chart_fits_80_columns_and_marks_the_calls_over_the_threshold() -> None:
+    tokens = [1000 * n for n in range(1, 151)]  # 150 calls: 3 per column
+    rows = [
+        Row(i, i + 1, t, "auto" if t > 120_000 and i % 30 == 0 else None, t) for i, t in enumerate(tokens)
+    ]
+    rows.append(Row(200, 60, 5000, "manual", 100))
+    text = text_chart(rows, 100_000)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    threshold_line = next(line for line in lines if line.endswith(" threshold"))
+    cells = threshold_line.split("|", 1)[1].removesuffix(" threshold")
+    assert len(cells) == 50
+    # Column c holds calls 3c+1..3c+3 and shows the largest: over 100,000 from call 101 (column 33).
+    assert cells == "-" * 33 + "#" * 17
+    marks = lines[lines.index(next(line for line in lines if line.lstrip().startswith("0 +"))) + 1]
+    offset = len(threshold_line.split("|", 1)[0]) + 1
+    assert marks[offset + 19] == "M"  # after call 60 (column 19)
+    assert marks[offset + 40] == "A"  # call 121 (index 120), the only auto row
+    assert marks.count("A") == 1 and marks.count("M") == 1
+
+
+# --- samples, through the installed command ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("sample", sorted(str(p.relative_to(SAMPLES)) for p in SAMPLES.glob("*/*.jsonl")))
+def test_samples_in_a_subprocess(tmp_path: Path, sample: str) -> None:
+    out, timeline, archives = tmp_path / "out.jsonl", tmp_path / "t.csv", tmp_path / "archives"
+    env = dict(os.environ)  # without credentials (the autouse fixture removed them)
+    done = subprocess.run(
+        [sys.executable, "-m", "compactcli", "replay", str(SAMPLES / sample), "--threshold", "1500",
+         "--backend", "auto", "-o", str(out), "--timeline", str(timeline), "--archive-dir", str(archives)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "summarizer digest (--backend auto: no API key" in done.stderr
+    assert "model calls" in done.stdout and " threshold" in done.stdout
+    chart = done.stdout.split("\n\n", 1)[1]
+    assert max(len(line) for line in chart.splitlines()) <= 80
+    with open(timeline, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert any(row["event"] == "auto" for row in rows)
+    dialect = dialects.get(sample.split("/")[0])
+    final = read_jsonl(out)
+    assert validate_records(dialect, enumerate(final, 1)) == []
+    texts = [str(dialect.normalize(record)["content"]) for record in final if dialect.message(record)]
+    named = [text.split(PREFIX, 1)[1].split("]", 1)[0] for text in texts if PREFIX in text]
+    assert len(named) == 1 and Path(named[0]).is_file() and Path(named[0]).parent == archives.resolve()
+    assert not (SAMPLES / sample).parent.joinpath(".transcripts").exists()
