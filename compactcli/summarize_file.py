@@ -187,6 +187,9 @@ class SummaryEdit:
         except Unavailable as err:
             raise Unavailable(f"{self.path}: {err}") from err
         self.set_summary(text, self.summarizer.name, dict(self.summarizer.redactions))
+        calls = getattr(self.summarizer, "calls", None)
+        if calls is not None:
+            self.stats["api_calls"] = calls
 
     def set_summary(self, text: str, backend: str, redactions: dict[str, int]) -> None:
         self.summary = text
@@ -428,7 +431,12 @@ def analyze(
     over = threshold_counter is None or (threshold_counter.tokens or 0) > (options.threshold or 0)
     empty = nothing_to_summarize(messages, edit.cut)
     if empty or not over:
-        edit.stats["reason"] = "below threshold" if not over else "nothing to summarize"
+        if over:
+            edit.stats["reason"] = "nothing to summarize"
+        elif threshold_counter is not None and threshold_counter.tokens is None:
+            edit.stats["reason"] = "no token count (no usage recorded)"
+        else:
+            edit.stats["reason"] = "below threshold"
         return edit
     edit._will_change = True
     _place_cut(edit, reader, conversation, offset, lines)

@@ -234,9 +234,10 @@ def test_an_over_long_transcript_is_summarized_in_parts_each_with_the_task(
     path = tmp_path / "long.jsonl"
     write(path, conversation(turns=30, output="line of output\n" * 150))
     fake_api.reply_text = lambda body: "PART" if "<part_summary" not in user_turn(body) else "COMBINED"
-    done = run(fake_api, "--max-input-tokens", "4000", str(path), cwd=tmp_path)
+    done = run(fake_api, "--json", "--max-input-tokens", "4000", str(path), cwd=tmp_path)
     assert done.returncode == OK, done.stderr
     calls = [user_turn(c.body) for c in fake_api.calls("messages")]
+    assert json.loads(done.stdout)["stats"]["api_calls"] == len(calls)
     parts, combine = calls[:-1], calls[-1]
     assert len(parts) >= 3
     for n, text in enumerate(parts, 1):
@@ -372,3 +373,22 @@ def test_batch_needs_the_api(tmp_path: Path) -> None:
         text=True,
     )
     assert done.returncode == 2 and "--batch needs the anthropic backend" in done.stderr
+
+
+def test_a_file_appended_to_while_the_model_writes_is_left_alone(
+    fake_api: FakeAnthropic, transcript: tuple[Path, bytes]
+) -> None:
+    path, original = transcript
+    more = json.dumps({"role": "user", "content": "one more thing"}).encode() + b"\n"
+
+    def reply(body: dict) -> str:
+        with open(path, "ab") as f:  # an agent still writing the transcript
+            f.write(more)
+        return "too late"
+
+    fake_api.reply_text = reply
+    done = run(fake_api, str(path), cwd=path.parent)
+    assert done.returncode == 75
+    assert "busy" in done.stderr
+    assert path.read_bytes() == original + more
+    no_archive(path.parent)

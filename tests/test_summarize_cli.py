@@ -232,6 +232,13 @@ def test_threshold_and_check(tmp_path: Path) -> None:
     assert "below threshold" in done.stderr.decode()
 
 
+def test_threshold_by_recorded_usage_leaves_files_without_usage(transcript: Path) -> None:
+    done = run("-v", "--threshold", "10", "--method", "usage", str(transcript), cwd=transcript.parent)
+    assert done.returncode == OK
+    assert transcript.read_bytes() == ORIGINAL
+    assert "no token count (no usage recorded)" in done.stderr.decode()
+
+
 def test_check_without_threshold_lists_every_file_with_a_conversation(transcript: Path) -> None:
     done = run("--check", str(transcript), cwd=transcript.parent)
     assert done.returncode == CHECK_FAILED

@@ -32,13 +32,17 @@ the next steps. The original is archived first, byte for byte, under the path th
 
 \b
 Backends (--backend):
-  anthropic  a model, through the Messages API: --model, else $COMPACTCLI_MODEL, else $MODEL_ID,
-             else {DEFAULT_MODEL}; ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL.
-             Transcripts over --max-input-tokens are summarized in parts, then combined; the task
-             (the first user message) goes with every part.
-  digest     offline and deterministic: the task, later user messages, files read / written /
-             edited, the last commands, errors met, the last assistant message.
-  auto       anthropic when a key or token is set, else digest (stderr says which).
+  anthropic  a model, through the Messages API: --model, else
+             $COMPACTCLI_MODEL, else $MODEL_ID, else {DEFAULT_MODEL};
+             ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL.
+             Transcripts over --max-input-tokens are summarized in parts,
+             then combined; the task (the first user message) goes with
+             every part.
+  digest     offline and deterministic: the task, later user messages,
+             files read / written / edited, the last commands, errors
+             met, the last assistant message.
+  auto       anthropic when a key or token is set, else digest (stderr
+             says which).
 
 Secrets (API keys, tokens, private keys, passwords in URLs, ...) become [REDACTED:<kind>] in what is
 sent and in the summary, unless --no-redact; the archive keeps the original.
