@@ -14,10 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+import orjson
+
 from compactcli import dialects
 from compactcli.dialects import Dialect
 from compactcli.layers.micro import MicroIndex, MicroOptions, Plan, apply, plan
-from compactcli.transcript import detect_dialect, dump_line, parse_line
+from compactcli.transcript import Line, detect_dialect, dump_line, parse_line
 
 _CHUNK = 1 << 20
 
@@ -117,17 +119,22 @@ def analyze(
     offset = source.tell()
     try:
         for number, raw in enumerate(source, 1):
-            line = parse_line(raw, path, number, on_invalid)
-            lines, record = number, line.record
-            start, offset = offset, offset + len(raw)
+            lines, start, offset = number, offset, offset + len(raw)
+            try:  # the common case inline: this loop is the hot path
+                record, slow = orjson.loads(raw), False
+                if type(record) is not dict:
+                    raise ValueError
+            except ValueError:
+                line = parse_line(raw, path, number, on_invalid)
+                record, slow = line.record, line.slow
             if record is None:
                 continue
             if counter is not None:
                 counter.add(record)
             candidates = []
-            facts = index.add(line.number, record)
+            facts = index.add(number, record)
             if facts:
-                edit.spans[line.number] = (start, len(line.raw))
+                edit.spans[number] = (start, len(raw))
             for fact in facts:
                 if fact.tool_use_id in index.tool_names:
                     placeholder = options.placeholder_for(fact, index.tool_names[fact.tool_use_id])
@@ -135,8 +142,8 @@ def analyze(
                         candidates.append((fact.slot, placeholder))
             if candidates:
                 apply(dialect, record, candidates)  # the record is not needed any more
-                data = dump_line(line)
-                edit.spooled[line.number] = (spool.tell(), len(data), candidates)
+                data = dump_line(Line(number, raw, record, slow))
+                edit.spooled[number] = (spool.tell(), len(data), candidates)
                 spool.write(data)
     except BaseException:
         edit.close()
