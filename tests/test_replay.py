@@ -254,6 +254,36 @@ def test_output_to_stdout_moves_the_report_to_stderr(tmp_path: Path) -> None:
     assert "model calls" in got.stderr and "threshold" in got.stderr
 
 
+def test_api_estimator_counts_each_context_with_count_tokens(
+    tmp_path: Path, fake_api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fake server answers 1000 tokens per turn, so the size before the call on line k is 1000 * k
+    (the roles alternate: every message is a turn) until a compaction."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    fake_api.token_count = lambda body: 1000 * len(body["messages"])
+    timeline = tmp_path / "t.jsonl"
+    got = run(write(tmp_path / "task.jsonl", RECORDS), "--estimator", "api", "--backend", "digest",
+              "--threshold", 4500, "--keep", 10, "--timeline", timeline)  # fmt: skip
+    assert got.exit_code == 0, got.output + got.stderr
+    rows = [(row["index"], row["tokens"], row["event"]) for row in read_jsonl(timeline)]
+    assert rows == [
+        (1, 1000, None),
+        (3, 3000, None),
+        (5, 5000, "auto"),  # then: the summary and line 5
+        (7, 3000, None),
+        (9, 5000, "auto"),
+        (10, 3000, "manual"),  # the summary, lines 9 and 10
+        (11, 1000, None),
+        (13, 3000, None),
+    ]
+    assert fake_api.calls("count_tokens") and not fake_api.calls("messages")
+
+
+def test_usage_is_no_estimator_for_a_simulated_context(tmp_path: Path) -> None:
+    got = run(write(tmp_path / "task.jsonl", RECORDS), "--estimator", "usage", "--backend", "digest")
+    assert got.exit_code == 2
+
+
 # --- Claude Code -------------------------------------------------------------------------------------
 
 SESSION = "5e55i0n0-0000-4000-8000-000000000001"
@@ -465,3 +495,72 @@ def test_samples_in_a_subprocess(tmp_path: Path, sample: str) -> None:
     named = [text.split(PREFIX, 1)[1].split("]", 1)[0] for text in texts if PREFIX in text]
     assert len(named) == 1 and Path(named[0]).is_file() and Path(named[0]).parent == archives.resolve()
     assert not (SAMPLES / sample).parent.joinpath(".transcripts").exists()
+
+
+# --- optional tier: the real transcripts in ../shared/corpus ---------------------------------------
+
+CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS_FILES = sorted(CORPUS.glob("*/*.jsonl")) if CORPUS.is_dir() else []
+
+
+def expected_calls(path: Path, dialect: str) -> int:
+    """Model calls counted straight from the file: assistant lines; for Claude Code, runs of main-chain
+    assistant records with one message.id, without API error notices."""
+    calls, last_id, sidechain_file = 0, object(), None
+    for raw in path.read_bytes().splitlines():
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if dialect != "claude-code":
+            calls += record.get("role") == "assistant"
+            continue
+        if record.get("type") not in ("user", "assistant"):
+            continue
+        if sidechain_file is None:
+            sidechain_file = record.get("isSidechain") is True
+        if (record.get("isSidechain") is True) != sidechain_file or record["type"] != "assistant":
+            continue
+        if record.get("isApiErrorMessage") or record["message"].get("model") == "<synthetic>":
+            continue
+        message_id = record["message"].get("id")
+        if message_id is None or message_id != last_id:
+            calls += 1
+        last_id = message_id
+    return calls
+
+
+def _parses(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not CORPUS_FILES, reason="../shared/corpus is not present")
+@pytest.mark.parametrize("original", CORPUS_FILES, ids=lambda p: p.name)
+def test_replay_on_corpus_file(original: Path, tmp_path: Path) -> None:
+    with open(original, "rb") as f:
+        from compactcli.transcript import detect_dialect
+
+        dialect = dialects.get(detect_dialect(f))
+    out, archives = tmp_path / "out.jsonl", tmp_path / "archives"
+    got = run(original, "--backend", "digest", "--on-invalid", "keep", "--threshold", 20_000, "-o", out,
+              "--archive-dir", archives, "--json")  # fmt: skip
+    assert got.exit_code == 0, got.output + got.stderr
+    report = json.loads(got.stdout)
+    assert report["calls"] == expected_calls(original, dialect.name)
+    assert report["peak_sent_tokens"] <= 20_000 or report["compactions"]["auto"] == 0
+    assert report["summarizer_calls"] == report["compactions"]["auto"] + report["compactions"]["manual"]
+    assert all(Path(path).is_file() for path in report["archives"])
+    final = read_jsonl(out)
+    for record in final:
+        message = dialect.normalize(record)
+        text = str(message["content"]) if message else ""
+        if PREFIX in text:
+            assert Path(text.split(PREFIX, 1)[1].split("]", 1)[0]).is_file()
+    torn = not all(_parses(line) for line in original.read_bytes().splitlines())
+    if report["compactions"]["auto"] and not torn:  # a torn line may have held a tool result
+        assert validate_records(dialect, enumerate(final, 1)) == []

@@ -327,7 +327,10 @@ def what_if_table(rows: list[dict]) -> str:
     type=click.Choice(ESTIMATORS),
     default="seed",
     show_default=True,
-    help="How the context is counted (as `estimate --method`; seed reproduces the reference agent).",
+    help=(
+        "How the context is counted (as `estimate --method`; seed reproduces the reference agent). "
+        "No `usage`: recorded usage measures the recorded context, not the simulated one."
+    ),
 )
 @replay_micro_options
 @replay_summarize_options
