@@ -90,6 +90,12 @@ def test_cut_does_not_split_consecutive_assistant_messages() -> None:
     assert layer.choose_cut(messages, 1) == 1
 
 
+def test_a_repeated_id_is_answered_by_its_nearest_call() -> None:
+    # A file copied into itself repeats its ids; the second result answers the second call.
+    messages = [user("a"), call("t1"), result("t1"), user("b"), call("t1"), result("t1"), assistant("z")]
+    assert layer.choose_cut(messages, 3) == 4
+
+
 def test_orphan_results_do_not_move_the_cut() -> None:
     messages = [user("a"), assistant("b"), result("ghost"), assistant("c")]
     assert layer.choose_cut(messages, 2) == 2

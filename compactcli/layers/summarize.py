@@ -89,24 +89,34 @@ def choose_cut(messages: list[dict], keep_last: int) -> int:
     """
     total = len(messages)
     cut = total if keep_last <= 0 else max(0, total - keep_last)
-    use_at: dict[str, int] = {}
+    # For each message, the earliest tool_use its results answer: the latest use of that id before
+    # it (ids may repeat in a file that was copied into itself; a result answers the nearest call).
+    last_use: dict[str, int] = {}
+    needs: list[int | None] = []
     for index, message in enumerate(messages):
+        earliest = None
+        for block in _blocks(message):
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_result":
+                answered = last_use.get(block.get("tool_use_id"))  # type: ignore[arg-type]
+                if answered is not None and (earliest is None or answered < earliest):
+                    earliest = answered
+        needs.append(earliest)
         for block in _blocks(message):
             if (
                 isinstance(block, dict)
                 and block.get("type") == "tool_use"
                 and isinstance(block.get("id"), str)
             ):
-                use_at.setdefault(block["id"], index)
-    scanned_from = total  # messages[scanned_from:] have had their tool results looked at
+                last_use[block["id"]] = index
+    scanned_from = total  # messages[scanned_from:] have had their results looked at
     while True:
         moved = cut
-        for message in messages[cut:scanned_from]:
-            for block in _blocks(message):
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    answered = use_at.get(block.get("tool_use_id"))  # type: ignore[arg-type]
-                    if answered is not None and answered < moved:
-                        moved = answered
+        for index in range(cut, scanned_from):
+            answered = needs[index]
+            if answered is not None and answered < moved:
+                moved = answered
         scanned_from = cut
         while 0 < moved < total and _role(messages[moved]) == _role(messages[moved - 1]) == "assistant":
             moved -= 1
