@@ -57,7 +57,8 @@ context. Before each model call (an assistant message) it runs micro on the cont
 options below); then, if the estimate (--estimator; seed is the reference agent's
 len(str(messages)) // 4) exceeds --threshold, it compacts: the context is archived, summarized
 (--backend) and replaced by the summary message, and the call gets that. After the user message that
-answers a `compact` tool call, it compacts with that call's `focus` input.
+answers a `compact` tool call (and the rest of its batch of tool results, so that no result loses its
+call), it compacts with that call's `focus` input.
 
 \b
 Model calls, per dialect:
@@ -367,28 +368,17 @@ def replay(
     plot: str | None,
     as_json: bool,
     quiet: bool,
-    backend: str,
-    model: str | None,
-    summary_tokens: int,
-    max_input_tokens: int,
-    timeout: float | None,
-    max_retries: int,
-    no_redact: bool,
     **layer: Any,
 ) -> None:
     keeps: list[int] = layer.pop("keep")
     what_if = len(threshold) > 1 or len(keeps) > 1
     _check_usage(path, what_if, timeline, output, plot)
     report = sys.stderr if output == "-" else sys.stdout
-    summarizer = make_summarizer(
-        backend,
-        model=model,
-        summary_tokens=summary_tokens,
-        timeout=timeout,
-        max_input_tokens=max_input_tokens,
-        max_retries=max_retries,
-        redact=not no_redact,
-    )
+    # The summarizer's options are the summarize command's; whatever it offers is passed on.
+    given = {name: layer.pop(name) for name in SUMMARIZER_OPTIONS if name in layer}
+    backend, model = given.pop("backend", "auto"), given.get("model")
+    given["redact"] = not given.pop("no_redact", False)
+    summarizer = make_summarizer(backend, **given)
     if backend == "auto" and not quiet:
         why = "an API key is set" if summarizer.name == "anthropic" else "no API key or auth token is set"
         click.echo(f"replay: summarizer {summarizer.name} (--backend auto: {why})", err=True)
