@@ -74,7 +74,7 @@ def test_digest_keeps_task_instructions_files_commands_errors_and_last_text() ->
     assert "- other: tally" in text
     assert "- `python -m pytest -q`\n- `git status --short`" in text
     assert "- Bash: ValueError: bad amount '1,234.50'" in text
-    assert "- bash: Exit code 128" in text
+    assert "- bash: Exit code 128 / fatal: not a git repository" in text
     assert "## Last assistant message\n> Done: amounts with thousands separators load now." in text
 
 

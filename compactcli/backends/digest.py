@@ -271,10 +271,11 @@ def _error_in(text: str, is_error: bool) -> str | None:
         return _one_line(failed.group(0), 240)
     exit_code = _EXIT.search(text)
     if exit_code or is_error:
-        first = next((line for line in text.splitlines() if line.strip()), "")
-        if exit_code and exit_code.group(0) not in first:
-            return _one_line(f"{exit_code.group(0)}: {first}", 240)
-        return _one_line(first, 240) or "(error, no output)"
+        # The first two lines: "Exit code 1" alone says little, the line after it says what failed.
+        head = " / ".join([line.strip() for line in text.splitlines() if line.strip()][:2])
+        if exit_code and exit_code.group(0).strip() not in head:
+            head = f"{exit_code.group(0).strip()}: {head}"
+        return _one_line(head, 240) or "(error, no output)"
     return None
 
 
