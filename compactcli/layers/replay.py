@@ -152,7 +152,8 @@ class Replay:
 
     `count(records)` is the token estimate of a list of records; `archive(entries)` stores a context
     that is about to be summarized and returns the path the summary message names. Records passed to
-    `add` are taken over: micro clears tool results in them in place.
+    `add` are taken over: micro clears tool results in them in place. `now` and `new_uuid` make the
+    Claude Code summary records reproducible (summarize.summary_records).
     """
 
     def __init__(
@@ -213,7 +214,7 @@ class Replay:
         if message.get("role") != "assistant":
             self._answers_compact(line, record)
         if self._recorded is not None:
-            self._finish_recorded(record)
+            self._finish_recorded()
 
     def finish(self) -> ReplayResult:
         """The result; the final context gets micro as the next call would (no compaction: whether
@@ -221,7 +222,7 @@ class Replay:
         if self._manual is not None:
             self._compact_manual()
         if self._recorded is not None:
-            self._finish_recorded({})
+            self._finish_recorded()
         self._run_micro()
         return ReplayResult(
             rows=self.rows,
@@ -261,7 +262,7 @@ class Replay:
             self._compact_manual()
         self._recorded = (line, self._tokens() if self.context else 0)
 
-    def _finish_recorded(self, record: dict) -> None:
+    def _finish_recorded(self) -> None:
         assert self._recorded is not None
         line, before = self._recorded
         self._recorded = None
