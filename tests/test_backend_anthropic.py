@@ -159,6 +159,19 @@ def test_no_credentials_is_unavailable_not_a_traceback() -> None:
         backend.make_client()
 
 
+def test_no_credentials_at_request_time_is_unavailable(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    # Without a config folder the SDK builds a client and only fails, with a TypeError, at the request.
+    monkeypatch.delenv("ANTHROPIC_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    client = backend.make_client(max_retries=0)
+    with pytest.raises(Unavailable, match="no credentials"):
+        backend.complete(client, model="m", system="", user="hi", max_tokens=10)
+    with pytest.raises(Unavailable, match="no credentials"):
+        backend.count_tokens(client, model="m", messages=[{"role": "user", "content": "hi"}])
+
+
 # -- count_tokens --------------------------------------------------------------------------------
 
 

@@ -90,7 +90,7 @@ def complete(client: anthropic.Anthropic, *, model: str, system: str, user: str,
         params["system"] = system
     try:
         message = client.messages.create(**params)
-    except anthropic.AnthropicError as err:
+    except (anthropic.AnthropicError, TypeError) as err:
         raise _unavailable(err, "summarizer") from err
     text = _text_of(message)
     if not text:
@@ -123,7 +123,7 @@ def count_tokens(
         params["system"] = system_text
     try:
         return client.messages.count_tokens(**params).input_tokens
-    except anthropic.AnthropicError as err:
+    except (anthropic.AnthropicError, TypeError) as err:
         raise _unavailable(err, "token counting") from err
 
 
@@ -149,7 +149,7 @@ def create_batch(client: anthropic.Anthropic, requests: list[dict[str, Any]]) ->
 
     try:
         return client.messages.batches.create(requests=requests).id
-    except anthropic.AnthropicError as err:
+    except (anthropic.AnthropicError, TypeError) as err:
         raise _unavailable(err, "batch API") from err
 
 
@@ -160,7 +160,7 @@ def batch_status(client: anthropic.Anthropic, batch_id: str) -> dict[str, Any]:
 
     try:
         batch = client.messages.batches.retrieve(batch_id)
-    except anthropic.AnthropicError as err:
+    except (anthropic.AnthropicError, TypeError) as err:
         raise _unavailable(err, "batch API") from err
     return {
         "id": batch.id,
@@ -186,7 +186,7 @@ def batch_results(client: anthropic.Anthropic, batch_id: str) -> Iterator[tuple[
                 yield item.custom_id, None, f"{error.type}: {error.message}"
             else:
                 yield item.custom_id, None, result.type
-    except anthropic.AnthropicError as err:
+    except (anthropic.AnthropicError, TypeError) as err:
         raise _unavailable(err, "batch API") from err
 
 
@@ -253,7 +253,14 @@ def _unavailable(err: Exception, what: str) -> ApiUnavailable:
         return ApiUnavailable(
             f"{what} unavailable: could not connect to {_host(err)}{after}{cause}", retries=retries
         )
-    # No credentials, a malformed response, ...
+    if isinstance(err, TypeError) and not have_credentials():
+        # The SDK finds no key only when it builds the first request, and says so with a TypeError.
+        return ApiUnavailable(
+            f"{what} unavailable: no credentials (set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN)"
+        )
+    if isinstance(err, TypeError):
+        raise err
+    # A malformed response, ...
     return ApiUnavailable(f"{what} unavailable: {_one_line(str(err))}")
 
 
