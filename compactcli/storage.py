@@ -211,22 +211,22 @@ def _archive_copy(
     path: Path, archive_dir: Path, clock: Callable[[], datetime], stem: str
 ) -> tuple[Path, str, int]:
     folder = _ensure_private_dir(archive_dir).resolve()
-    sha, size = _hash_file(path)
     fd, partial = tempfile.mkstemp(prefix=f".{stem}.", suffix=".partial", dir=folder)
     os.fchmod(fd, 0o600)
     target = Path(partial)
     try:
+        # The name comes from the hash of the bytes copied; a change during the copy is caught by the
+        # caller's snapshot check that follows.
         h = hashlib.sha256()
-        copied = 0
+        size = 0
         with open(path, "rb") as src, os.fdopen(fd, "wb") as dst:
             while chunk := src.read(_CHUNK):
                 h.update(chunk)
-                copied += len(chunk)
+                size += len(chunk)
                 dst.write(chunk)
             dst.flush()
             os.fsync(dst.fileno())
-        if h.hexdigest() != sha or copied != size:
-            raise Busy(f"{path}: busy: changed while it was processed")
+        sha = h.hexdigest()
         for _ in range(_NAME_ATTEMPTS):
             final = folder / archive_name(stem, clock(), sha)
             try:
@@ -308,6 +308,26 @@ def history(path: Path, archive_dir: Path | None) -> list[ArchiveRecord]:
 # ---------------------------------------------------------------- atomic replacement
 
 
+class _HashingWriter:
+    """A binary file that hashes what is written to it, so the result need not be read back."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._sha = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self._sha.update(data)
+        self.size += len(data)
+        return self._raw.write(data)
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
+
+    def __getattr__(self, name: str):  # flush, fileno, close, closed, ...
+        return getattr(self._raw, name)
+
+
 class Replacement:
     """A temp file in the same folder as ``target`` that atomically becomes ``target`` on commit.
 
@@ -321,7 +341,7 @@ class Replacement:
         with _io_errors(self.target):
             fd, tmp = tempfile.mkstemp(prefix=f".{self._real.name}.", suffix=".tmp", dir=self._real.parent)
         self.temp_path = Path(tmp)
-        self.file: BinaryIO = os.fdopen(fd, "wb")
+        self.file = _HashingWriter(os.fdopen(fd, "wb"))
         self._done = False
 
     def __enter__(self) -> Replacement:
@@ -344,11 +364,11 @@ class Replacement:
             os.unlink(self.temp_path)
 
     def _flush(self) -> tuple[str, int]:
-        """fsync the new content and return its sha256 and size, as read back from disk."""
+        """fsync the new content and return its sha256 and size (hashed as it was written)."""
         self.file.flush()
         os.fsync(self.file.fileno())
         self.file.close()
-        return _hash_file(self.temp_path)
+        return self.file.hexdigest(), self.file.size
 
     def _require_unchanged(self, expected: FileState) -> os.stat_result:
         try:

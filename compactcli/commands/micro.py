@@ -6,7 +6,7 @@ from functools import partial
 
 import click
 
-from compactcli import context, micro_file
+from compactcli import micro_file
 from compactcli.commands.common import find_inputs, run_files
 from compactcli.commands.options import input_options, write_options
 from compactcli.errors import EXIT_CODES_HELP
@@ -125,12 +125,13 @@ def micro(
         dry_run=dry_run,
         min_age=min_age,
     )
+    estimator = None
+    if options.trigger_tokens:
+        from compactcli import context  # 25 ms of imports that a plain micro run does not need
+
+        estimator = context.estimator()
     analyze = partial(
-        micro_file.analyze,
-        options=options,
-        fmt=fmt,
-        on_invalid=on_invalid,
-        estimator=context.estimator(),
+        micro_file.analyze, options=options, fmt=fmt, on_invalid=on_invalid, estimator=estimator
     )
     worker = partial(process, settings=settings, analyze=analyze)
     run_files(
