@@ -19,9 +19,7 @@ import orjson
 from compactcli import dialects
 from compactcli.dialects import Dialect
 from compactcli.layers.micro import MicroIndex, MicroOptions, Plan, apply, plan
-from compactcli.transcript import Line, detect_dialect, dump_line, parse_line
-
-_CHUNK = 1 << 20
+from compactcli.transcript import Line, copy_range, detect_dialect, diff_line, dump_line, parse_line
 
 
 @dataclass
@@ -61,10 +59,10 @@ class MicroEdit:
         position = 0
         for number in sorted(self.clears):
             offset, length, new = self._new_line(source, number)
-            _copy_range(source, out, position, offset)
+            copy_range(source, out, position, offset)
             out.write(new)
             position = offset + length
-        _copy_range(source, out, position, None)
+        copy_range(source, out, position, None)
 
     def describe(self, source: BinaryIO) -> Iterator[str]:
         for number, todo in sorted(self.clears.items()):
@@ -79,25 +77,8 @@ class MicroEdit:
             offset, length, new = self._new_line(source, number)
             source.seek(offset)
             yield f"@@ -{number},1 +{number},1 @@\n"
-            yield "-" + _text_line(source.read(length))
-            yield "+" + _text_line(new)
-
-
-def _copy_range(source: BinaryIO, out: BinaryIO, start: int, end: int | None) -> None:
-    source.seek(start)
-    remaining = None if end is None else end - start
-    while remaining is None or remaining > 0:
-        chunk = source.read(_CHUNK if remaining is None else min(_CHUNK, remaining))
-        if not chunk:
-            break
-        out.write(chunk)
-        if remaining is not None:
-            remaining -= len(chunk)
-
-
-def _text_line(raw: bytes) -> str:
-    text = raw.decode("utf-8", errors="replace")
-    return text if text.endswith("\n") else text + "\n\\ No newline at end of file\n"
+            yield "-" + diff_line(source.read(length))
+            yield "+" + diff_line(new)
 
 
 def analyze(

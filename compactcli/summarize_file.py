@@ -54,9 +54,8 @@ from compactcli.layers.summarize import (
     summary_records,
     summary_text,
 )
-from compactcli.transcript import detect_dialect, parse_line
+from compactcli.transcript import copy_range, detect_dialect, diff_line, parse_line
 
-_CHUNK = 1 << 20
 _SYSTEM_ROLES = ("system", "developer")
 
 
@@ -237,10 +236,10 @@ class SummaryEdit:
         parent = records[-1].get("uuid") if self.dialect.name == CLAUDE_CODE.name else None
         position = self.cut_offset
         for offset, length in self.relink:
-            _copy_range(source, out, position, offset)
+            copy_range(source, out, position, offset)
             out.write(self._relinked(source, offset, length, parent))
             position = offset + length
-        _copy_range(source, out, position, None)
+        copy_range(source, out, position, None)
 
     def _relinked(self, source: BinaryIO, offset: int, length: int, parent: str | None) -> bytes:
         source.seek(offset)
@@ -274,38 +273,21 @@ class SummaryEdit:
         offset = 0
         for _ in range(before):
             raw = source.readline()
-            yield (" " if offset in top else "-") + _text_line(raw)
+            yield (" " if offset in top else "-") + diff_line(raw)
             offset += len(raw)
         for record in records:
-            yield "+" + _text_line(_dump(record, self.style) + b"\n")
+            yield "+" + diff_line(_dump(record, self.style) + b"\n")
         shift = len(self.top) + len(records) - before
         parent = records[-1].get("uuid") if self.dialect.name == CLAUDE_CODE.name else None
         for offset, length in self.relink:
             number = self._line_at(offset)
             source.seek(offset)
             yield f"@@ -{number},1 +{number + shift},1 @@\n"
-            yield "-" + _text_line(source.read(length))
-            yield "+" + _text_line(self._relinked(source, offset, length, parent))
+            yield "-" + diff_line(source.read(length))
+            yield "+" + diff_line(self._relinked(source, offset, length, parent))
 
     def _line_at(self, offset: int) -> int:
         return self.line_numbers.get(offset, 0)
-
-
-def _text_line(raw: bytes) -> str:
-    text = raw.decode("utf-8", errors="replace")
-    return text if text.endswith("\n") else text + "\n\\ No newline at end of file\n"
-
-
-def _copy_range(source: BinaryIO, out: BinaryIO, start: int, end: int | None) -> None:
-    source.seek(start)
-    remaining = None if end is None else end - start
-    while remaining is None or remaining > 0:
-        chunk = source.read(_CHUNK if remaining is None else min(_CHUNK, remaining))
-        if not chunk:
-            break
-        out.write(chunk)
-        if remaining is not None:
-            remaining -= len(chunk)
 
 
 # ------------------------------------------------------------------------------------- analyze

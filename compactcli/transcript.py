@@ -10,6 +10,7 @@ from compactcli import dialects, jsonio
 from compactcli.errors import BadInput
 
 ON_INVALID = ("error", "keep")
+COPY_CHUNK = 1 << 20
 DETECT_MAX_LINES = 2000
 
 
@@ -70,3 +71,22 @@ def detect_dialect(f: BinaryIO) -> str:
         return dialects.ANTHROPIC.name
     finally:
         f.seek(start)
+
+
+def copy_range(source: BinaryIO, out: BinaryIO, start: int, end: int | None) -> None:
+    """Copy bytes [start, end) of `source` (to its end when `end` is None) in large chunks."""
+    source.seek(start)
+    remaining = None if end is None else end - start
+    while remaining is None or remaining > 0:
+        chunk = source.read(COPY_CHUNK if remaining is None else min(COPY_CHUNK, remaining))
+        if not chunk:
+            break
+        out.write(chunk)
+        if remaining is not None:
+            remaining -= len(chunk)
+
+
+def diff_line(raw: bytes) -> str:
+    """A line as a unified diff shows it (with the marker for a missing final newline)."""
+    text = raw.decode("utf-8", errors="replace")
+    return text if text.endswith("\n") else text + "\n\\ No newline at end of file\n"

@@ -52,7 +52,11 @@ def make_summarizer(
     max_retries: int = 2,
     redact: bool = True,
 ) -> ModelSummarizer | Any:
-    """See compactcli.layers.summarize.make_summarizer."""
+    """A summarizer for `backend` (`auto`, `anthropic` or `digest`).
+
+    `auto` is resolved here: `anthropic` when an API key or auth token is set, else `digest`;
+    `.name` says which. Nothing is sent before the first `summarize` call.
+    """
     if resolve_backend(backend) == "digest":
         from compactcli.backends.digest import DigestSummarizer
 

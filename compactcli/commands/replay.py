@@ -17,6 +17,7 @@ from typing import IO, Any, BinaryIO
 import click
 
 from compactcli import chart, dialects, storage
+from compactcli.backends import make_summarizer
 from compactcli.batch import STDIN
 from compactcli.commands.micro import micro_options, micro_options_from
 from compactcli.commands.summarize import summarize_options
@@ -32,7 +33,7 @@ from compactcli.layers.replay import (
     entry_bytes,
     output_entries,
 )
-from compactcli.layers.summarize import Summarizer, make_summarizer
+from compactcli.layers.summarize import Summarizer
 from compactcli.transcript import ON_INVALID, detect_dialect, read_lines
 
 ESTIMATORS = ("seed", "heuristic", "api")

@@ -7,17 +7,13 @@ from functools import partial
 import click
 
 from compactcli import batch, context
+from compactcli.backends import make_summarizer
 from compactcli.backends.anthropic import DEFAULT_MODEL
 from compactcli.batch import BUSY, CHANGED, FAILED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome
 from compactcli.commands.common import find_inputs
 from compactcli.commands.options import input_options, write_options
 from compactcli.errors import EXIT_CODES_HELP
-from compactcli.layers.summarize import (
-    BACKENDS,
-    DEFAULT_MAX_INPUT_TOKENS,
-    DEFAULT_SUMMARY_TOKENS,
-    make_summarizer,
-)
+from compactcli.layers.summarize import BACKENDS, DEFAULT_MAX_INPUT_TOKENS, DEFAULT_SUMMARY_TOKENS
 from compactcli.report import Reporter
 from compactcli.rewrite import FileSettings, process
 from compactcli.summarize_file import SummarizeOptions, analyze

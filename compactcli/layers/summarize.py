@@ -149,34 +149,6 @@ class Summarizer(Protocol):
     def summarize(self, messages: Iterable[dict], *, focus: str | None = None) -> str: ...
 
 
-def make_summarizer(
-    backend: str,
-    *,
-    model: str | None = None,
-    summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
-    timeout: float | None = None,
-    max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS,
-    max_retries: int = 2,
-    redact: bool = True,
-) -> Summarizer:
-    """A summarizer for `backend` (`auto`, `anthropic` or `digest`).
-
-    `auto` is resolved here: `anthropic` when an API key or auth token is set, else `digest`;
-    `.name` says which. Nothing is sent before the first `summarize` call.
-    """
-    from compactcli.backends import make_summarizer as make
-
-    return make(
-        backend,
-        model=model,
-        summary_tokens=summary_tokens,
-        timeout=timeout,
-        max_input_tokens=max_input_tokens,
-        max_retries=max_retries,
-        redact=redact,
-    )
-
-
 # --------------------------------------------------------------------------- records per dialect
 
 # Fields of a Claude Code record that say which session (and sub-agent) it belongs to; copied onto
