@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from compactcli import errors
+from compactcli.transcript import STDIN
 
-STDIN = "-"
 ARCHIVE_DIR_NAME = ".transcripts"
 
 CHANGED, UNCHANGED, WOULD_CHANGE, FAILED, BUSY, SKIPPED = (

@@ -25,10 +25,9 @@ from typing import BinaryIO, Protocol
 
 from compactcli import errors, storage
 from compactcli.batch import BUSY, CHANGED, SKIPPED, STDIN, UNCHANGED, WOULD_CHANGE, Outcome
+from compactcli.transcript import READ_BUFFER
 
 STDOUT = "-"
-# Transcript lines are long (KBs); the default 8 KiB buffer makes line iteration several times slower.
-_READ_BUFFER = 1 << 20
 
 
 class Edit(Protocol):
@@ -98,7 +97,7 @@ def _process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
     if settings.min_age and time.time() - path.stat().st_mtime < settings.min_age:
         return Outcome(item, SKIPPED, message=f"{item}: modified less than {settings.min_age:g}s ago")
     if settings.output is not None or settings.check or settings.diff or settings.dry_run:
-        with open(path, "rb", buffering=_READ_BUFFER) as source:
+        with open(path, "rb", buffering=READ_BUFFER) as source:
             return _to_output(item, source, settings, analyze)
     return _in_place(item, path, settings, analyze)
 
@@ -127,7 +126,7 @@ def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -
     archive_dir = Path(settings.archive_dir) if settings.archive_dir else None
     with storage.file_lock(path, archive_dir):
         state = storage.snapshot(path)
-        with open(path, "rb", buffering=_READ_BUFFER) as source:
+        with open(path, "rb", buffering=READ_BUFFER) as source:
             try:
                 edit = analyze(source, item)
             except errors.BadInput:

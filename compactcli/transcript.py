@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -10,6 +14,10 @@ from compactcli import dialects, jsonio
 from compactcli.errors import BadInput
 
 ON_INVALID = ("error", "keep")
+STDIN = "-"
+STDIN_NAME = "<stdin>"
+# Transcript lines are long (KBs); the default 8 KiB buffer makes line iteration several times slower.
+READ_BUFFER = 1 << 20
 COPY_CHUNK = 1 << 20
 DETECT_MAX_LINES = 2000
 
@@ -90,3 +98,20 @@ def diff_line(raw: bytes) -> str:
     """A line as a unified diff shows it (with the marker for a missing final newline)."""
     text = raw.decode("utf-8", errors="replace")
     return text if text.endswith("\n") else text + "\n\\ No newline at end of file\n"
+
+
+@contextmanager
+def open_input(item: str) -> Iterator[tuple[BinaryIO, str]]:
+    """A transcript opened for reading, with the name messages use for it.
+
+    stdin ('-') is spooled to a temp file: dialect detection reads ahead and seeks back, and some
+    commands read their input twice, which a pipe cannot do.
+    """
+    if item != STDIN:
+        with open(item, "rb", buffering=READ_BUFFER) as source:
+            yield source, item
+        return
+    with tempfile.TemporaryFile() as spool:
+        shutil.copyfileobj(sys.stdin.buffer, spool)
+        spool.seek(0)
+        yield spool, STDIN_NAME

@@ -12,7 +12,10 @@ from compactcli.batch import STDIN, Outcome
 from compactcli.report import Reporter
 
 
-def find_inputs(paths: tuple[str, ...], glob: str, archive_dir: str | None, output: str | None) -> list[str]:
+def find_inputs(
+    paths: tuple[str, ...], glob: str, archive_dir: str | None = None, output: str | None = None
+) -> list[str]:
+    """The files to process; usage errors (exit 2) for inputs and -o that do not go together."""
     items = batch.discover(paths, glob, Path(archive_dir) if archive_dir else None)
     if output is not None and len(items) != 1:
         raise click.UsageError(f"-o/--output takes exactly one input file, got {len(items)}")

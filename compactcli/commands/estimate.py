@@ -5,9 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import shutil
-import sys
-import tempfile
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -17,16 +14,16 @@ import click
 
 from compactcli import batch, dialects
 from compactcli.batch import FAILED, STDIN, Outcome
+from compactcli.commands.common import find_inputs
 from compactcli.commands.options import input_options
 from compactcli.context import DEFAULT_METHOD, METHODS, ContextCounter, TokenCache
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP, OK
 from compactcli.layers.estimate import annotation, is_over, share
 from compactcli.tokens import CATEGORIES
-from compactcli.transcript import detect_dialect, read_lines
+from compactcli.transcript import detect_dialect, open_input, read_lines
 
 OUTPUT_FORMATS = ("table", "json", "csv", "github")
 UNDER, OVER, NO_USAGE = "ok", "over", "no-usage"
-STDIN_NAME = "<stdin>"
 NO_USAGE_TEXT = "no usage recorded"
 
 
@@ -90,14 +87,8 @@ def estimate_stream(
 
 
 def estimate_file(item: str, **options) -> Outcome:
-    if item == STDIN:
-        # Spooled: detection reads ahead and seeks back, which a pipe cannot.
-        with tempfile.TemporaryFile() as spool:
-            shutil.copyfileobj(sys.stdin.buffer, spool)
-            spool.seek(0)
-            return estimate_stream(spool, STDIN_NAME, **options)
-    with open(item, "rb") as source:
-        return estimate_stream(source, item, **options)
+    with open_input(item) as (source, name):
+        return estimate_stream(source, name, **options)
 
 
 # --- output -------------------------------------------------------------------------------------
@@ -444,9 +435,7 @@ def estimate(
             click.echo(f"calibrating against {len(files)} files", err=True)
         print_calibration(calibration.calibrate(files), output_format, len(files))
         raise SystemExit(OK)
-    items = batch.discover(paths, glob)
-    if STDIN in items and len(items) > 1:
-        raise click.UsageError("'-' (stdin) cannot be combined with other inputs")
+    items = find_inputs(paths, glob)
     printer = Printer(output_format, method, max_tokens)
 
     def report(outcome: Outcome) -> None:

@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import shutil
-import sys
-import tempfile
 from functools import partial
 from typing import BinaryIO
 
 import click
 
 from compactcli import batch, dialects
-from compactcli.batch import FAILED, STDIN, Outcome
+from compactcli.batch import FAILED, Outcome
+from compactcli.commands.common import find_inputs
 from compactcli.commands.options import input_options
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP
 from compactcli.layers.validate import RULES, Validator
 from compactcli.report import Reporter
-from compactcli.transcript import detect_dialect, read_lines
+from compactcli.transcript import detect_dialect, open_input, read_lines
 
 VALID, INVALID = "valid", "invalid"
-STDIN_NAME = "<stdin>"
 
 
 def check_stream(source: BinaryIO, path: str, fmt: str | None, on_invalid: str) -> Outcome:
@@ -48,14 +45,8 @@ def check_stream(source: BinaryIO, path: str, fmt: str | None, on_invalid: str) 
 
 
 def check_file(item: str, *, fmt: str | None, on_invalid: str) -> Outcome:
-    if item == STDIN:
-        # Spooled: detection reads ahead and seeks back, which a pipe cannot.
-        with tempfile.TemporaryFile() as spool:
-            shutil.copyfileobj(sys.stdin.buffer, spool)
-            spool.seek(0)
-            return check_stream(spool, STDIN_NAME, fmt, on_invalid)
-    with open(item, "rb") as source:
-        return check_stream(source, item, fmt, on_invalid)
+    with open_input(item) as (source, name):
+        return check_stream(source, name, fmt, on_invalid)
 
 
 def violation_lines(outcome: Outcome) -> list[str]:
@@ -106,9 +97,7 @@ Accepted on purpose:
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
 @input_options
 def validate(paths, glob, fmt, on_invalid, jobs, verbose, quiet, as_json):
-    items = batch.discover(paths, glob)
-    if STDIN in items and len(items) > 1:
-        raise click.UsageError("'-' (stdin) cannot be combined with other inputs")
+    items = find_inputs(paths, glob)
     reporter = Reporter(verbose=verbose, quiet=quiet, as_json=as_json)
 
     def report(outcome: Outcome) -> None:
