@@ -159,6 +159,15 @@ def archive_name(stem: str, when: datetime, sha256_hex: str) -> str:
 # ---------------------------------------------------------------- locks
 
 
+def lock_name(path: Path, archive_dir: Path | None) -> str:
+    """``<file name>.lock``; in a shared --archive-dir also a hash of the file's folder, so that two
+    files of the same name in different folders do not lock each other out."""
+    if archive_dir is None:
+        return f"{path.name}.lock"
+    folder = str(Path(os.path.realpath(path)).parent).encode("utf-8", "surrogateescape")
+    return f"{path.name}.{hashlib.sha256(folder).hexdigest()[:8]}.lock"
+
+
 @contextlib.contextmanager
 def file_lock(path: Path, archive_dir: Path | None) -> Iterator[None]:
     """Hold the one-writer lock of ``path`` (``<archive dir>/<file name>.lock``) or raise Busy.
@@ -168,7 +177,7 @@ def file_lock(path: Path, archive_dir: Path | None) -> Iterator[None]:
     lock a file that a third one has already recreated.
     """
     folder = default_archive_dir(path, archive_dir)
-    lock_path = folder / f"{path.name}.lock"
+    lock_path = folder / lock_name(path, archive_dir)
     with _io_errors(lock_path):
         _ensure_private_dir(folder)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)

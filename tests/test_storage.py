@@ -28,6 +28,7 @@ from compactcli.storage import (
     default_archive_dir,
     file_lock,
     history,
+    lock_name,
     restore,
     snapshot,
 )
@@ -437,11 +438,24 @@ def test_lock_excludes_a_second_holder_in_the_same_process(tmp_path: Path) -> No
     src = make(tmp_path / "t.jsonl")
     arch = tmp_path / "custom"
     with file_lock(src, arch):
-        assert (arch / "t.jsonl.lock").exists()
+        assert (arch / lock_name(src, arch)).exists()
         with pytest.raises(Busy):
             with file_lock(src, arch):
                 pass
     assert sorted(os.listdir(tmp_path)) == ["custom", "t.jsonl"]
+
+
+def test_same_name_in_two_folders_with_one_archive_dir_do_not_lock_each_other(tmp_path: Path) -> None:
+    shared = tmp_path / "archive"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one = make(tmp_path / "a" / "session.jsonl")
+    two = make(tmp_path / "b" / "session.jsonl")
+    assert lock_name(one, shared) != lock_name(two, shared)
+    with file_lock(one, shared), file_lock(two, shared):
+        pass
+    with file_lock(one, shared), pytest.raises(Busy), file_lock(one, shared):
+        pass
 
 
 # ---------------------------------------------------------------- restore
