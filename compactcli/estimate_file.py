@@ -1,0 +1,80 @@
+"""estimate on one file: stream its records through a ContextCounter and judge them against a limit."""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+from compactcli import dialects
+from compactcli.batch import Outcome
+from compactcli.context import ContextCounter, TokenCache
+from compactcli.errors import CHECK_FAILED, OK
+from compactcli.layers.estimate import is_over, share
+from compactcli.transcript import detect_dialect, open_input, read_lines
+
+OUTPUT_FORMATS = ("table", "json", "csv", "github")
+UNDER, OVER, NO_USAGE = "ok", "over", "no-usage"
+NO_USAGE_TEXT = "no usage recorded"
+
+
+# --- one file ---------------------------------------------------------------------------------
+
+
+def estimate_stream(
+    source: BinaryIO,
+    path: str,
+    *,
+    method: str,
+    fmt: str | None,
+    on_invalid: str,
+    max_tokens: int | None,
+    top: int = 0,
+    model: str | None = None,
+    use_cache: bool = True,
+) -> Outcome:
+    """Count one open, seekable file; its lines are read once, in order."""
+    dialect = dialects.get(fmt or detect_dialect(source))
+    cache = TokenCache.default() if use_cache else None
+    counter = ContextCounter(dialect, method, detail=True, top=top, model=model, cache=cache)
+    size = lines = unreadable = 0
+    for line in read_lines(source, path, on_invalid):
+        size += len(line.raw)
+        lines = line.number
+        if line.record is not None:
+            counter.add(line.record, line.number)
+        elif line.raw.strip():
+            unreadable += 1  # passed over with --on-invalid keep
+    tokens = counter.tokens
+    stats: dict = {
+        "dialect": dialect.name,
+        "method": method,
+        "tokens": tokens,
+        "by_category": counter.by_category,
+        "messages": counter.messages,
+        "tool_results": counter.tool_results,
+        "bytes": size,
+        "lines": lines,
+        "conversation": counter.conversation,
+        "active_from": counter.start_line or None,
+        "unreadable_lines": unreadable,
+    }
+    usage = counter.usage
+    if usage is not None:
+        stats["usage"] = {"calls": usage.calls, "output_tokens": usage.output_tokens}
+    if top:
+        stats["top"] = [item.to_json() for item in counter.top]
+    if max_tokens is not None:
+        stats["max_tokens"] = max_tokens
+        stats["share"] = share(tokens, max_tokens)
+    if tokens is None:
+        # A limit that cannot be checked fails the gate rather than passing it unseen.
+        code = CHECK_FAILED if max_tokens is not None else OK
+        where = " since the last compaction" if counter.start_line else ""
+        return Outcome(path, NO_USAGE, code, f"{NO_USAGE_TEXT}{where}", stats)
+    if is_over(tokens, max_tokens):
+        return Outcome(path, OVER, CHECK_FAILED, f"{tokens:,} tokens > {max_tokens:,}", stats)
+    return Outcome(path, UNDER, OK, "", stats)
+
+
+def estimate_file(item: str, **options) -> Outcome:
+    with open_input(item) as (source, name):
+        return estimate_stream(source, name, **options)
