@@ -1,0 +1,154 @@
+"""replay on one transcript: the input, the archives of simulated compactions, the timeline, the final
+context and the report. The logic is compactcli.layers.replay."""
+
+from __future__ import annotations
+
+import csv
+import sys
+import tempfile
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, BinaryIO
+
+from compactcli import dialects, storage
+from compactcli.layers.replay import (
+    TIMELINE_FIELDS,
+    Entry,
+    Replay,
+    ReplayResult,
+    entry_bytes,
+    output_entries,
+)
+from compactcli.transcript import STDIN, detect_dialect, open_input, read_lines
+
+TIMELINE_SUFFIXES = (".jsonl", ".csv")
+
+
+# --- one replay --------------------------------------------------------------------------------------
+
+
+class Source:
+    """The input, seekable (stdin is spooled), read once per replay."""
+
+    def __init__(self, path: str, stack: ExitStack) -> None:
+        self.file: BinaryIO
+        self.file, self.name = stack.enter_context(open_input(path))
+        if path == STDIN:
+            self.stem = "stdin"
+            self.place = Path.cwd() / "stdin.jsonl"  # where the default archive folder goes
+        else:
+            self.stem = Path(path).stem
+            self.place = Path(path)
+        self.template = b""  # the first line: how new records are serialized
+
+    def dialect(self, fmt: str | None) -> dialects.Dialect:
+        self.file.seek(0)
+        return dialects.get(fmt or detect_dialect(self.file))
+
+    def run(self, replay: Replay, on_invalid: str) -> ReplayResult:
+        self.file.seek(0)
+        for line in read_lines(self.file, self.name, on_invalid):
+            if line.record is None:
+                continue
+            if not self.template:
+                self.template = line.raw
+            replay.add(line.number - 1, line.record, line.raw, line.slow)
+        return replay.finish()
+
+
+def write_entries(out: IO[bytes], dialect: dialects.Dialect, entries: list[Entry], template: bytes) -> None:
+    for entry in output_entries(dialect, entries):
+        out.write(entry_bytes(entry, template))
+
+
+def archiver(source: Source, dialect: dialects.Dialect, folder: Path) -> Callable[[list[Entry]], str]:
+    """Writes a context as JSONL and archives it like an original (never overwritten, 0600)."""
+
+    def archive(entries: list[Entry]) -> str:
+        with tempfile.TemporaryDirectory() as scratch:
+            temp = Path(scratch) / f"{source.stem}.jsonl"
+            with open(temp, "wb") as out:
+                write_entries(out, dialect, entries, source.template)
+            path, _, _ = storage.archive_copy(temp, folder, stem=source.stem)
+        return str(path)
+
+    return archive
+
+
+def write_timeline(path: Path, result: ReplayResult) -> None:
+    rows = [row.to_json() for row in result.rows]
+    if path.suffix.lower() == ".csv":
+        with open(path, "w", newline="", encoding="utf-8") as out:
+            writer = csv.DictWriter(out, fieldnames=TIMELINE_FIELDS)
+            writer.writeheader()
+            writer.writerows(rows)  # None (no event) is written as an empty field
+        return
+    import jsonlines
+
+    with jsonlines.open(path, mode="w") as writer:
+        writer.write_all(rows)
+
+
+def write_output(output: str, dialect: dialects.Dialect, result: ReplayResult, template: bytes) -> None:
+    if output == "-":
+        write_entries(sys.stdout.buffer, dialect, result.context, template)
+        sys.stdout.buffer.flush()
+        return
+    with storage.Replacement(Path(output)) as replacement:
+        write_entries(replacement.file, dialect, result.context, template)
+        replacement.commit_new()
+
+
+# --- reports -----------------------------------------------------------------------------------------
+
+
+def report_lines(name: str, settings: dict, result: ReplayResult) -> list[str]:
+    kinds = result.by_kind
+    conversation = "main chain" if result.conversation == "main" else "sub-agent conversation"
+    head = f"{name}: {settings['dialect']}"
+    if settings["dialect"] == dialects.CLAUDE_CODE.name:
+        head += f", {conversation}"
+    head += (
+        f"; estimator {settings['estimator']}, threshold {settings['threshold']:,}, keep {settings['keep']}; "
+        f"summarizer {settings['backend']}"
+    )
+    compactions = sum(kinds.values())
+    summarizer = f"{result.summarizer_calls}"
+    if result.api_requests:
+        summarizer += f" ({result.api_requests} API requests)"
+    lines = [
+        head,
+        f"  model calls           {result.calls:,}",
+        f"  compactions           {compactions} (auto {kinds['auto']}, manual {kinds['manual']}, "
+        f"recorded in the file {kinds['recorded']})",
+        f"  summarizer calls      {summarizer}",
+        f"  peak tokens           {result.peak:,} (largest sent to a model call: {result.peak_sent:,})",
+        f"  final tokens          {result.final_tokens:,}",
+        f"  tool results cleared  {result.cleared:,}",
+    ]
+    for archive in result.archives:
+        lines.append(f"  archive               {archive}")
+    return lines
+
+
+WHAT_IF_COLUMNS = (  # (title, key, width)
+    ("threshold", "threshold", 10),
+    ("keep", "keep", 5),
+    ("calls", "calls", 6),
+    ("auto", "auto", 5),
+    ("manual", "manual", 7),
+    ("recorded", "recorded", 9),
+    ("summarizer", "summarizer_calls", 11),
+    ("peak", "peak_tokens", 9),
+    ("peak sent", "peak_sent_tokens", 10),
+    ("final", "final_tokens", 9),
+)
+
+
+def what_if_table(rows: list[dict]) -> str:
+    lines = ["".join(f"{title:>{width}}" for title, _, width in WHAT_IF_COLUMNS)]
+    for row in rows:
+        flat = {**row, **row["compactions"]}
+        lines.append("".join(f"{flat[key]:>{width},}" for _, key, width in WHAT_IF_COLUMNS))
+    return "\n".join(lines) + "\n"
