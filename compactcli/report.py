@@ -24,7 +24,7 @@ class Reporter:
             click.echo(preview, nl=False)
         if self.as_json:
             stream = sys.stderr if self.stdout_has_data else sys.stdout
-            print(json.dumps(outcome.to_json(), ensure_ascii=False), file=stream, flush=True)
+            print(_json_text(outcome.to_json()), file=stream, flush=True)
         if outcome.status in (FAILED, BUSY):
             click.echo(f"error: {outcome.message}", err=True)
         elif self.verbose and not self.quiet:
@@ -33,6 +33,16 @@ class Reporter:
     def summary(self, line: str) -> None:
         if not self.quiet:
             click.echo(line, err=True)
+
+
+def _json_text(obj: dict) -> str:
+    """JSON text that any stream can take: a file name that is not UTF-8 is escaped, not fatal."""
+    text = json.dumps(obj, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj)
+    return text
 
 
 def _describe(outcome: Outcome) -> str:

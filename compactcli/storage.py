@@ -262,10 +262,17 @@ def append_manifest(archive_dir: Path, record: ArchiveRecord) -> None:
         _append_line(archive_dir, manifest, record)
 
 
+def _json_line(obj: dict) -> bytes:
+    """One JSON line in UTF-8; a file name that is not UTF-8 (lone surrogates) is written escaped."""
+    try:
+        return (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(obj, default=str) + "\n").encode("ascii")
+
+
 def _append_line(archive_dir: Path, manifest: Path, record: ArchiveRecord) -> None:
     _ensure_private_dir(archive_dir)
-    line = json.dumps(dataclasses.asdict(record), ensure_ascii=False, default=str) + "\n"
-    data = line.encode("utf-8")
+    data = _json_line(dataclasses.asdict(record))
     created = not manifest.exists()
     fd = os.open(manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
