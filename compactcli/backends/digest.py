@@ -62,7 +62,12 @@ def _one_line(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _quote(text: str, limit: int) -> str:
+def _quote(text: str, limit: int, counts: Counter[str] | None = None) -> str:
+    """`text` clipped and quoted. With `counts`, redacted first: a secret cut in two by the clip (a
+    private key without its END line) no longer looks like one."""
+    if counts is not None:
+        text, found = redaction.redact(text)
+        counts.update(found)
     return "\n".join("> " + line for line in clip(text.strip(), limit).splitlines())
 
 
@@ -172,11 +177,13 @@ class Digest:
             start, end = max(0, match.start() - 150), match.end() + 150
             self.facts.focus.append((number, _one_line(text[start:end], 320)))
 
-    def text(self) -> str:
+    def text(self, counts: Counter[str] | None = None) -> str:
+        """The digest. With `counts`, the quoted texts are redacted before they are clipped, and
+        what was replaced is counted there (the caller redacts the rest)."""
         facts = self.facts
         out = [f"Offline digest of {facts.messages} messages (written without a model)."]
         if facts.task:
-            out.append(f"## {facts.task_label}\n" + _quote(facts.task, TASK_CHARS))
+            out.append(f"## {facts.task_label}\n" + _quote(facts.task, TASK_CHARS, counts))
         if facts.instructions:
             lines = [f"- [message {n}] {text}" for n, text in facts.instructions]
             out.append("## Later user messages\n" + _latest(lines, INSTRUCTIONS_CHARS))
@@ -192,7 +199,7 @@ class Digest:
             lines = [f"- {name}: {error}" for name, error in facts.errors]
             out.append("## Errors met\n" + _latest(lines, ERRORS_CHARS))
         if facts.last_text:
-            out.append("## Last assistant message\n" + _quote(facts.last_text, LAST_TEXT_CHARS))
+            out.append("## Last assistant message\n" + _quote(facts.last_text, LAST_TEXT_CHARS, counts))
         if self.focus and facts.focus:
             lines = [f"- [message {n}] {text}" for n, text in facts.focus]
             out.append(f"## About {_one_line(self.focus, 80)}\n" + _latest(lines, FOCUS_CHARS))
@@ -296,8 +303,14 @@ class DigestSummarizer:
     redactions: Counter[str] = field(default_factory=Counter)
 
     def summarize(self, messages: Iterable[dict], *, focus: str | None = None) -> str:
-        text = digest(messages, focus=focus)
-        self.redactions = Counter()
-        if self.redact:
-            text, self.redactions = redaction.redact(text)
+        builder = Digest(focus)
+        for message in messages:
+            builder.add(message)
+        if not self.redact:
+            self.redactions = Counter()
+            return builder.text()
+        counts: Counter[str] = Counter()
+        text, rest = redaction.redact(builder.text(counts))
+        counts.update(rest)
+        self.redactions = counts
         return text
