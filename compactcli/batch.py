@@ -57,7 +57,12 @@ def discover(paths: Iterable[str], glob: str, archive_dir: Path | None = None) -
 
 
 def _walk(root: Path, glob: str, skip_dirs: set[str], skip_exact: set[Path]) -> Iterator[str]:
-    for dirpath, dirnames, _ in os.walk(root):
+    # A folder that cannot be searched is handed on as an item, so that it fails the run (see
+    # _guarded) instead of being skipped without a word.
+    unlisted: list[str] = []
+    for dirpath, dirnames, _ in os.walk(root, onerror=lambda exc: unlisted.append(str(exc.filename))):
+        yield from unlisted
+        unlisted.clear()
         dirnames[:] = sorted(
             d for d in dirnames if d not in skip_dirs and (Path(dirpath) / d).resolve() not in skip_exact
         )
@@ -65,6 +70,7 @@ def _walk(root: Path, glob: str, skip_dirs: set[str], skip_exact: set[Path]) -> 
             # Temp files of an interrupted replace start with a dot; they are not transcripts.
             if match.is_file() and not match.name.startswith("."):
                 yield str(match)
+    yield from unlisted
 
 
 def run(
@@ -109,6 +115,8 @@ def run(
 
 
 def _guarded(worker: Callable[[str], Outcome], item: str) -> Outcome:
+    if item != STDIN and os.path.isdir(item):
+        return _unsearchable(item)
     try:
         return worker(item)
     except errors.CompactError as exc:
@@ -116,6 +124,16 @@ def _guarded(worker: Callable[[str], Outcome], item: str) -> Outcome:
         return Outcome(item, status, exc.exit_code, str(exc))
     except OSError as exc:
         return Outcome(item, FAILED, errors.IO_ERR, f"{item}: {exc.strerror or exc}")
+
+
+def _unsearchable(folder: str) -> Outcome:
+    """A folder that discovery could not search (the only way a folder becomes an item)."""
+    reason = "cannot be listed"
+    try:
+        os.scandir(folder).close()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+    return Outcome(folder, FAILED, errors.IO_ERR, f"{folder}: cannot search folder: {reason}")
 
 
 def exit_code(outcomes: Iterable[Outcome]) -> int:

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+
 DATA_ERR, IO_ERR = 65, 74
+NOBODY = 65534
+SETPRIV = shutil.which("setpriv")
 LONG = "x" * 300
 
 
-def compactcli(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+def compactcli(*args: str, cwd: Path, prefix: tuple[str, ...] = (), **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "compactcli", *args],
+        [*prefix, sys.executable, "-m", "compactcli", *args],
         cwd=cwd,
         capture_output=True,
         timeout=60,
@@ -61,3 +67,38 @@ def test_file_name_not_utf8_is_compacted_recorded_and_restorable(tmp_path: Path)
     back = compactcli("restore", name, cwd=tmp_path)
     assert back.returncode == 0, back.stderr
     assert (tmp_path / name).read_bytes() == original
+
+
+# ------------------------------------------------------------------ folders that cannot be searched
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and not SETPRIV, reason="root reads every folder; no setpriv")
+def test_unreadable_sub_folder_fails_the_run_instead_of_being_skipped() -> None:
+    # root reads every folder whatever its mode: the command then runs as nobody.
+    as_root = os.geteuid() == 0
+    top = Path(tempfile.mkdtemp(prefix="compactcli-unreadable-"))
+    try:
+        (top / "logs" / "locked").mkdir(parents=True)
+        (top / "logs" / "a.jsonl").write_bytes(transcript())
+        (top / "logs" / "locked" / "b.jsonl").write_bytes(transcript())
+        if as_root:
+            for folder, dirs, files in os.walk(top):
+                for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+                    os.chown(name, NOBODY, NOBODY)
+        os.chmod(top, 0o755)
+        os.chmod(top / "logs" / "locked", 0o000)
+        nobody = (SETPRIV, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups") if as_root else ()
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+
+        run = compactcli("validate", "logs", cwd=top, env=env, prefix=nobody)
+        assert run.returncode == IO_ERR, run.stderr
+        assert b"logs/locked: cannot search folder: Permission denied" in run.stderr
+        assert b"1 file valid" in run.stderr
+
+        run = compactcli("micro", "logs", cwd=top, env=env, prefix=nobody)
+        assert run.returncode == IO_ERR, run.stderr
+        assert cleared((top / "logs" / "a.jsonl").read_bytes()) == 2
+        assert b"1 failed" in run.stderr
+    finally:
+        os.chmod(top / "logs" / "locked", 0o755)
+        shutil.rmtree(top)
