@@ -102,3 +102,16 @@ def test_unreadable_sub_folder_fails_the_run_instead_of_being_skipped() -> None:
     finally:
         os.chmod(top / "logs" / "locked", 0o755)
         shutil.rmtree(top)
+
+
+# ------------------------------------------------------------------ previews say what they would do
+
+
+@pytest.mark.parametrize("flag", ["--dry-run", "--diff"])
+def test_preview_summary_counts_the_files_that_would_change(tmp_path: Path, flag: str) -> None:
+    (tmp_path / "a.jsonl").write_bytes(transcript())
+    (tmp_path / "b.jsonl").write_bytes(transcript(results=3))  # nothing to clear
+    run = compactcli("micro", flag, ".", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.decode().splitlines()[-1] == "1 file would be compacted, 1 unchanged"
+    assert cleared((tmp_path / "a.jsonl").read_bytes()) == 0

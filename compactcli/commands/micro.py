@@ -142,5 +142,5 @@ def micro(
         quiet=quiet,
         as_json=as_json,
         output=output,
-        check=check,
+        check=check or diff or dry_run,  # every preview counts what would be compacted
     )
