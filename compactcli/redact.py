@@ -30,9 +30,10 @@ _GITHUB_PAT = re.compile(r"github_pat_(?<![A-Za-z0-9_-]github_pat_)[A-Za-z0-9_]{
 _SLACK = re.compile(r"xox(?<![A-Za-z0-9_-]xox)[abposr]-[A-Za-z0-9-]{10,}")
 # Header and payload of a JWT are base64url JSON objects, so both start with "eyJ".
 _JWT = re.compile(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*")
-_PEM_HEADER = r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"
+# PEM (RSA, EC, OPENSSH, PKCS#8, ...) and OpenPGP armor ("PGP PRIVATE KEY BLOCK").
+_PEM_HEADER = r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
 _PEM_BLOCK = re.compile(
-    _PEM_HEADER + r".{1,16384}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+    _PEM_HEADER + r".{1,16384}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
     re.DOTALL,
 )
 # A key cut off before its END line (truncated tool output): header, then base64 lines.
@@ -119,21 +120,27 @@ def _kind_of_word(word: str) -> str:
     return "api_key"
 
 
-def _is_secret_value(value: str, quoted: bool) -> bool:
+def _is_secret_value(value: str, quoted: bool, setting: bool = False) -> bool:
     if value.startswith(("$", "<", "{", "%", "[REDACTED:")):
         return False  # a variable, a template or an earlier redaction
     if value.lower() in _PLACEHOLDER_VALUES or len(set(value)) == 1 or "****" in value:
         return False  # "string", "null", "xxxx", an already masked "gho_****"
     if quoted:
         return True
-    # Unquoted: identifiers and attribute access are code; a path with a file name is a path.
-    return not _IDENTIFIER.fullmatch(value) and not ("/" in value and "." in value)
+    if "/" in value and "." in value:
+        return False  # a path with a file name is a path
+    # Unquoted: identifiers and attribute access are code, except after an upper-case name
+    # (`DB_PASSWORD=hunter`: a .env file or an export), where a value of letters is the setting.
+    if setting and value.replace("_", "").isalpha():
+        return True
+    return not _IDENTIFIER.fullmatch(value)
 
 
 def _assignment(m: re.Match[str], text: str, counts: Counter[str]) -> str | None:
     group = "qval" if m.group("q") is not None else "val"
     start, end = m.span(group)
-    if not _is_secret_value(text[start:end], quoted=group == "qval"):
+    setting = text[m.start("word") : m.end("word")].isupper()
+    if not _is_secret_value(text[start:end], quoted=group == "qval", setting=setting):
         return None
     kind = _kind_of_word(m.group("word"))
     counts[kind] += 1

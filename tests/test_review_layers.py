@@ -43,3 +43,46 @@ def test_digest_task_with_a_private_key_is_redacted_when_clipped(tmp_path: Path)
     assert not [line for line in lines if line in summary]
     assert "[REDACTED:private_key]" in summary
     assert "1 secrets redacted" in done.stderr
+
+
+def summarize_through_fake_api(fake_api, tmp_path: Path, text: str) -> str:
+    """Summarize a transcript holding `text` (as user text and as a tool result) through the fake
+    API; returns everything the API was sent."""
+    path = tmp_path / "s.jsonl"
+    write_jsonl(
+        path,
+        [
+            {"role": "user", "content": "Set up the deploy. " + text},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": text}]},
+            {"role": "assistant", "content": "done"},
+        ],
+    )
+    done = run("summarize", "--backend", "anthropic", "s.jsonl", cwd=tmp_path, env=fake_api.env())
+    assert done.returncode == 0, done.stderr
+    return json.dumps([call.body for call in fake_api.calls("messages")])
+
+
+PGP_KEY = (
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n"
+    "lQOYBGXk1cABCADPp3Bj7aQwXyZ0123456789abcdefghijklmnopqrstuvwxyzAB\n"
+    "Qm9keU9mVGhlS2V5SXNIZXJlQW5kSXRNdXN0Tm90TGVhdmVUaGVNYWNoaW5lMTIz\n"
+    "=Xy9Z\n"
+    "-----END PGP PRIVATE KEY BLOCK-----"
+)
+
+
+def test_pgp_private_key_block_is_not_sent(fake_api, tmp_path: Path) -> None:
+    sent = summarize_through_fake_api(fake_api, tmp_path, "gpg --import <<EOF\n" + PGP_KEY + "\nEOF")
+    assert "lQOYBGXk1cABCADPp3Bj7aQw" not in sent
+    assert "Qm9keU9mVGhlS2V5SXNIZXJl" not in sent
+    assert "[REDACTED:private_key]" in sent
+
+
+def test_dotenv_password_of_letters_only_is_not_sent(fake_api, tmp_path: Path) -> None:
+    # `cat .env` output: upper-case names are settings, so a value of letters is still a secret.
+    dotenv = "DB_HOST=localhost\nDB_PASSWORD=correcthorsebattery\nSECRET_TOKEN=staplegunwizard\n"
+    sent = summarize_through_fake_api(fake_api, tmp_path, dotenv)
+    assert "correcthorsebattery" not in sent
+    assert "staplegunwizard" not in sent
+    assert "DB_HOST=localhost" in sent  # not a secret
