@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark, as some Windows tools start a file with
+
 
 class LineError(ValueError):
     """Why a line is not a JSON object (the caller adds file and line)."""
@@ -23,9 +25,11 @@ def loads(raw: bytes) -> tuple[Any, bool]:
         return orjson.loads(raw), False
     except orjson.JSONDecodeError as fast_error:
         try:
-            text = raw.decode("utf-8")
+            # utf-8-sig drops a leading BOM, as json.loads does for bytes.
+            text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise LineError(f"invalid UTF-8 at byte {exc.start}") from None
+            start = exc.start + (len(BOM) if raw.startswith(BOM) else 0)
+            raise LineError(f"invalid UTF-8 at byte {start}") from None
         try:
             return json.loads(text), True
         except json.JSONDecodeError as exc:
@@ -52,6 +56,8 @@ def _is_spaced(raw: bytes) -> bool:
 
 def dumps_like(value: Any, raw: bytes, needed_stdlib: bool = False) -> bytes:
     """Serialize `value` the way the line `raw` was written (separators, ASCII escapes), no newline."""
+    if raw.startswith(BOM):
+        return BOM + dumps_like(value, raw[len(BOM) :], needed_stdlib)
     spaced = _is_spaced(raw)
     if not spaced and not needed_stdlib:
         out = orjson.dumps(value)

@@ -115,3 +115,46 @@ def test_preview_summary_counts_the_files_that_would_change(tmp_path: Path, flag
     assert run.returncode == 0, run.stderr
     assert run.stderr.decode().splitlines()[-1] == "1 file would be compacted, 1 unchanged"
     assert cleared((tmp_path / "a.jsonl").read_bytes()) == 0
+
+
+# ------------------------------------------------------------------ a byte-order mark at the start
+
+
+def test_byte_order_mark_at_file_start_is_read_and_kept(tmp_path: Path) -> None:
+    # Windows tools (PowerShell 5's Out-File) start UTF-8 files with a BOM; Python's json reads it.
+    body = transcript()
+    first = body.split(b"\n", 1)[0]
+    assert json.loads(b"\xef\xbb\xbf" + first) == {"role": "user", "content": "Fix the build."}
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + body)
+
+    check = compactcli("validate", "bom.jsonl", cwd=tmp_path)
+    assert check.returncode == 0, check.stderr
+    run = compactcli("micro", "bom.jsonl", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    after = path.read_bytes()
+    assert after.startswith(b"\xef\xbb\xbf" + first + b"\n")
+    assert cleared(after) == 2
+    assert compactcli("micro", "--check", "bom.jsonl", cwd=tmp_path).returncode == 0
+
+
+def test_byte_order_mark_on_a_changed_line_is_kept(tmp_path: Path) -> None:
+    # A file whose first line is itself a tool result that gets cleared (OpenAI tool message first).
+    lines = [
+        {"role": "tool", "tool_call_id": "call_0", "content": LONG},
+        *(
+            record
+            for i in range(1, 5)
+            for record in (
+                {"role": "assistant", "tool_calls": [{"id": f"call_{i}", "name": "bash", "arguments": {}}]},
+                {"role": "tool", "tool_call_id": f"call_{i}", "content": LONG},
+            )
+        ),
+    ]
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b"".join(json.dumps(r).encode() + b"\n" for r in lines))
+    run = compactcli("micro", "--format", "openai", "bom.jsonl", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    first = path.read_bytes().split(b"\n", 1)[0]
+    assert first.startswith(b"\xef\xbb\xbf{")
+    assert json.loads(first)["content"] == "[Previous: used unknown]"
