@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -94,9 +95,17 @@ def _process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
     if item == STDIN:
         return _process_stdin(settings, analyze)
     path = Path(item)
-    if settings.min_age and time.time() - path.stat().st_mtime < settings.min_age:
+    st = path.stat()
+    if settings.min_age and time.time() - st.st_mtime < settings.min_age:
         return Outcome(item, SKIPPED, message=f"{item}: modified less than {settings.min_age:g}s ago")
-    if settings.output is not None or settings.check or settings.diff or settings.dry_run:
+    to_output = settings.output is not None or settings.check or settings.diff or settings.dry_run
+    if not stat.S_ISREG(st.st_mode):
+        # A named pipe (`<(command)`, a FIFO): read once, like stdin; it has no place to write back to.
+        if not to_output:
+            raise errors.CompactError(f"{item}: not a regular file: cannot rewrite it in place (use -o)")
+        with open(path, "rb") as pipe:
+            return _process_spooled(item, pipe, settings, analyze)
+    if to_output:
         with open(path, "rb", buffering=READ_BUFFER) as source:
             return _to_output(item, source, settings, analyze)
     return _in_place(item, path, settings, analyze)
@@ -228,12 +237,16 @@ def _write(edit: Edit, source: BinaryIO, out: _CountingWriter) -> None:
 
 
 def _process_stdin(settings: FileSettings, analyze: Analyze) -> Outcome:
+    return _process_spooled("<stdin>", sys.stdin.buffer, settings, analyze)
+
+
+def _process_spooled(name: str, stream: BinaryIO, settings: FileSettings, analyze: Analyze) -> Outcome:
     # Spooled to a temp file: the commands read their input twice and must not hold it in memory.
     with tempfile.NamedTemporaryFile(prefix="compactcli-stdin-") as spool:
-        shutil.copyfileobj(sys.stdin.buffer, spool)
+        shutil.copyfileobj(stream, spool)
         spool.flush()
         spool.seek(0)
-        return _to_output("<stdin>", spool, settings, analyze, Path(spool.name))
+        return _to_output(name, spool, settings, analyze, Path(spool.name))
 
 
 __all__ = ["BUSY", "Edit", "FileSettings", "process"]

@@ -107,11 +107,18 @@ def open_input(item: str) -> Iterator[tuple[BinaryIO, str]]:
     stdin ('-') is spooled to a temp file: dialect detection reads ahead and seeks back, and some
     commands read their input twice, which a pipe cannot do.
     """
-    if item != STDIN:
-        with open(item, "rb", buffering=READ_BUFFER) as source:
-            yield source, item
+    if item == STDIN:
+        with tempfile.TemporaryFile() as spool:
+            shutil.copyfileobj(sys.stdin.buffer, spool)
+            spool.seek(0)
+            yield spool, STDIN_NAME
         return
-    with tempfile.TemporaryFile() as spool:
-        shutil.copyfileobj(sys.stdin.buffer, spool)
-        spool.seek(0)
-        yield spool, STDIN_NAME
+    with open(item, "rb", buffering=READ_BUFFER) as source:
+        if source.seekable():
+            yield source, item
+            return
+        # A named pipe (`<(command)`, a FIFO) cannot seek either: spooled like stdin.
+        with tempfile.TemporaryFile() as spool:
+            shutil.copyfileobj(source, spool)
+            spool.seek(0)
+            yield spool, item

@@ -3,12 +3,15 @@ byte-order marks, pipes; and what the summary says for previews. Each through th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,12 +22,14 @@ SETPRIV = shutil.which("setpriv")
 LONG = "x" * 300
 
 
-def compactcli(*args: str, cwd: Path, prefix: tuple[str, ...] = (), **kwargs) -> subprocess.CompletedProcess:
+def compactcli(
+    *args: str, cwd: Path, prefix: tuple[str, ...] = (), timeout: float = 60, **kwargs
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [*prefix, sys.executable, "-m", "compactcli", *args],
         cwd=cwd,
         capture_output=True,
-        timeout=60,
+        timeout=timeout,
         **kwargs,
     )
 
@@ -158,3 +163,48 @@ def test_byte_order_mark_on_a_changed_line_is_kept(tmp_path: Path) -> None:
     first = path.read_bytes().split(b"\n", 1)[0]
     assert first.startswith(b"\xef\xbb\xbf{")
     assert json.loads(first)["content"] == "[Previous: used unknown]"
+
+
+# ------------------------------------------------------------------ pipes given by name
+
+
+def feed_fifo(path: Path, data: bytes) -> threading.Thread:
+    """A writer for a named pipe, as `<(command)` or a FIFO on disk provides."""
+
+    def write() -> None:
+        with contextlib.suppress(OSError), open(path, "wb") as fifo:
+            fifo.write(data)
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("validate",), ("micro", "-o", "-"), ("micro", "--check"), ("micro", "--dry-run")],
+    ids=["validate", "micro-o", "micro-check", "micro-dry-run"],
+)
+def test_named_pipe_input_is_read_like_stdin(tmp_path: Path, args: tuple[str, ...]) -> None:
+    fifo = tmp_path / "in.jsonl"
+    os.mkfifo(fifo)
+    writer = feed_fifo(fifo, transcript())
+    run = compactcli(*args, str(fifo), cwd=tmp_path)
+    writer.join(5)
+    expected = 1 if "--check" in args else 0
+    assert run.returncode == expected, run.stderr
+    if "-o" in args:
+        assert cleared(run.stdout) == 2
+        assert run.stdout.count(b"\n") == transcript().count(b"\n")
+    if "--dry-run" in args:
+        assert run.stdout.count(b"clear tool result") == 2
+    assert not (tmp_path / ".transcripts").exists()
+
+
+def test_named_pipe_is_not_rewritten_in_place_and_does_not_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "in.jsonl"
+    os.mkfifo(fifo)  # no writer: opening it for reading would wait forever
+    run = compactcli("micro", str(fifo), cwd=tmp_path, timeout=20)
+    assert run.returncode == IO_ERR, run.stderr
+    assert f"{fifo}: not a regular file".encode() in run.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
