@@ -208,3 +208,21 @@ def test_named_pipe_is_not_rewritten_in_place_and_does_not_hang(tmp_path: Path) 
     assert run.returncode == IO_ERR, run.stderr
     assert f"{fifo}: not a regular file".encode() in run.stderr
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+# ------------------------------------------------------------------ idempotence with any placeholder
+
+
+def test_placeholder_naming_the_tool_twice_is_idempotent(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(transcript())
+    options = ("--min-chars", "5", "--placeholder", "[{tool_name} output cleared; rerun {tool_name}]")
+    first = compactcli("micro", *options, "t.jsonl", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    after = path.read_bytes()
+    assert after.count(b'"[bash output cleared; rerun bash]"') == 2
+    second = compactcli("micro", "-v", *options, "t.jsonl", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert b"0 files compacted, 1 unchanged" in second.stderr
+    assert path.read_bytes() == after
+    assert len(list((tmp_path / ".transcripts").glob("t.*.jsonl"))) == 1

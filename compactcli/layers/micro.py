@@ -81,7 +81,9 @@ class MicroIndex:
 
     def __post_init__(self) -> None:
         self._tracker = self.dialect.new_tracker()
-        self._head, _, self._tail = self.placeholder.partition("{tool_name}")
+        # Head before the first {tool_name}, tail after the last: a placeholder may name the tool twice.
+        self._head = self.placeholder.partition("{tool_name}")[0]
+        self._tail = self.placeholder.rpartition("{tool_name}")[2]
 
     def _may_be_placeholder(self, text: str) -> bool:
         # Only texts that could be a placeholder are kept: memory must not follow the file's size.
