@@ -1,4 +1,4 @@
-"""Defects found by reviewing summarize, estimate and replay against DESIGN.md, through the real CLI."""
+"""summarize: secrets never sent or written, and the task is what the user asked (through the real CLI)."""
 
 from __future__ import annotations
 
