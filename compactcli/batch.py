@@ -121,7 +121,10 @@ def _guarded(worker: Callable[[str], Outcome], item: str) -> Outcome:
         return worker(item)
     except errors.CompactError as exc:
         status = BUSY if exc.exit_code == errors.BUSY else FAILED
-        return Outcome(item, status, exc.exit_code, str(exc))
+        message = str(exc)
+        if item != STDIN and not message.startswith(item):
+            message = f"{item}: {message}"  # every error names its file
+        return Outcome(item, status, exc.exit_code, message)
     except OSError as exc:
         return Outcome(item, FAILED, errors.IO_ERR, f"{item}: {exc.strerror or exc}")
 

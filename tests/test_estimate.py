@@ -635,6 +635,7 @@ def test_api_without_a_key_exits_69_but_a_cached_count_needs_none(
     missing = run(path, "--method", "api", "--no-cache")
     assert missing.exit_code == 69
     assert "ANTHROPIC_API_KEY" in missing.stderr
+    assert f"error: {path}: " in missing.stderr  # the error names its file
 
 
 def test_api_in_a_subprocess(tmp_path: Path, fake_api: FakeAnthropic) -> None:
