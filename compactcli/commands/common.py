@@ -9,6 +9,7 @@ import click
 
 from compactcli import batch
 from compactcli.batch import STDIN, Outcome
+from compactcli.commands.options import Inputs, Writes
 from compactcli.report import Reporter
 
 
@@ -27,21 +28,22 @@ def find_inputs(
     return items
 
 
+def stdout_carries_data(items: list[str], output: str | None) -> bool:
+    """Whether results go to stdout (then --json reports go to stderr)."""
+    return output == STDIN or (STDIN in items and output is None)
+
+
 def run_files(
-    items: list[str],
-    worker: Callable[[str], Outcome],
-    *,
-    jobs: int,
-    verbose: bool,
-    quiet: bool,
-    as_json: bool,
-    output: str | None,
-    check: bool = False,
-    verb: str = "compacted",
+    items: list[str], worker: Callable[[str], Outcome], inputs: Inputs, writes: Writes, *, verb: str
 ) -> None:
     """Process the files, report each and the total, and exit with the documented code."""
-    stdout_has_data = output == "-" or (STDIN in items and output is None)
-    reporter = Reporter(verbose=verbose, quiet=quiet, as_json=as_json, stdout_has_data=stdout_has_data)
-    outcomes = batch.run(items, worker, jobs=jobs, on_outcome=reporter.outcome)
-    reporter.summary(batch.summary(outcomes, verb=verb, check=check))
+    reporter = Reporter(
+        verbose=inputs.verbose,
+        quiet=inputs.quiet,
+        as_json=inputs.as_json,
+        stdout_has_data=stdout_carries_data(items, writes.output),
+    )
+    outcomes = batch.run(items, worker, jobs=inputs.jobs, on_outcome=reporter.outcome)
+    # every preview (--check, --diff, --dry-run) counts what would change
+    reporter.summary(batch.summary(outcomes, verb=verb, check=writes.preview))
     raise SystemExit(batch.exit_code(outcomes))

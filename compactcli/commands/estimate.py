@@ -10,7 +10,7 @@ import click
 from compactcli import batch
 from compactcli.batch import FAILED, Outcome
 from compactcli.commands.common import find_inputs
-from compactcli.commands.options import input_options
+from compactcli.commands.options import Inputs, input_options
 from compactcli.context import DEFAULT_METHOD, METHODS
 from compactcli.errors import EXIT_CODES_HELP, OK
 from compactcli.estimate_file import OUTPUT_FORMATS, estimate_file
@@ -77,14 +77,7 @@ usage instead.
 @click.option("--no-cache", is_flag=True, help="--method api: neither read nor write the count cache.")
 @click.option("--calibrate", is_flag=True, help="Measure each method against recorded usage in PATHS.")
 def estimate(
-    paths,
-    glob,
-    fmt,
-    on_invalid,
-    jobs,
-    verbose,
-    quiet,
-    as_json,
+    inputs: Inputs,
     method,
     max_tokens,
     output_format,
@@ -93,38 +86,38 @@ def estimate(
     no_cache,
     calibrate,
 ):
-    if as_json:
+    if inputs.as_json:
         output_format = "json"
     if calibrate:
         from compactcli import calibrate as calibration
 
         if output_format == "github":
             raise click.UsageError("--calibrate prints table, json or csv")
-        files = calibration_files(paths, glob)
-        if verbose:
+        files = calibration_files(inputs.paths, inputs.glob)
+        if inputs.verbose:
             click.echo(f"calibrating against {len(files)} files", err=True)
         print_calibration(calibration.calibrate(files), output_format, len(files))
         raise SystemExit(OK)
-    items = find_inputs(paths, glob)
+    items = find_inputs(inputs.paths, inputs.glob)
     printer = Printer(output_format, method, max_tokens)
 
     def report(outcome: Outcome) -> None:
         printer.outcome(outcome)
-        if verbose and not quiet and outcome.status != FAILED:
+        if inputs.verbose and not inputs.quiet and outcome.status != FAILED:
             click.echo(describe(outcome), err=True)
 
     worker: Callable[[str], Outcome] = partial(
         estimate_file,
         method=method,
-        fmt=fmt,
-        on_invalid=on_invalid,
+        fmt=inputs.fmt,
+        on_invalid=inputs.on_invalid,
         max_tokens=max_tokens,
         top=top,
         model=model,
         use_cache=not no_cache,
     )
-    outcomes = batch.run(items, worker, jobs=jobs, on_outcome=report)
+    outcomes = batch.run(items, worker, jobs=inputs.jobs, on_outcome=report)
     printer.finish(outcomes)
-    if not quiet:
+    if not inputs.quiet:
         click.echo(summary(outcomes, method, max_tokens), err=True)
     raise SystemExit(batch.exit_code(outcomes))

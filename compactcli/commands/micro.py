@@ -8,10 +8,10 @@ import click
 
 from compactcli import micro_file
 from compactcli.commands.common import find_inputs, run_files
-from compactcli.commands.options import input_options, write_options
+from compactcli.commands.options import Inputs, Writes, input_options, write_options
 from compactcli.errors import EXIT_CODES_HELP
 from compactcli.layers.micro import DEFAULT_PLACEHOLDER, DEFAULT_PRESERVE, MicroOptions
-from compactcli.rewrite import FileSettings, process
+from compactcli.rewrite import process
 
 
 def micro_options(func):
@@ -83,30 +83,14 @@ def micro_options_from(kwargs: dict) -> MicroOptions:
 @input_options
 @write_options
 @micro_options
-def micro(
-    paths,
-    glob,
-    fmt,
-    on_invalid,
-    jobs,
-    verbose,
-    quiet,
-    as_json,
-    output,
-    archive_dir,
-    check,
-    diff,
-    dry_run,
-    min_age,
-    **layer,
-):
+def micro(inputs: Inputs, writes: Writes, **layer):
     """Replace the content of old tool results with a short placeholder (Layer 1).
 
     PATHS are files, folders (searched for --glob) or '-' for stdin. Files are rewritten in place, the
     original archived first; stdin goes to stdout.
     """
     options = micro_options_from(layer)
-    items = find_inputs(paths, glob, archive_dir, output)
+    items = find_inputs(inputs.paths, inputs.glob, writes.archive_dir, writes.output)
     manifest_options = {
         "keep": options.keep,
         "min_chars": options.min_chars,
@@ -115,32 +99,13 @@ def micro(
         "clear_multimodal": options.clear_multimodal,
         "trigger_tokens": options.trigger_tokens,
     }
-    settings = FileSettings(
-        command="micro",
-        options=manifest_options,
-        output=output,
-        archive_dir=archive_dir,
-        check=check,
-        diff=diff,
-        dry_run=dry_run,
-        min_age=min_age,
-    )
     estimator = None
     if options.trigger_tokens:
         from compactcli import context  # 25 ms of imports that a plain micro run does not need
 
         estimator = context.estimator()
     analyze = partial(
-        micro_file.analyze, options=options, fmt=fmt, on_invalid=on_invalid, estimator=estimator
+        micro_file.analyze, options=options, fmt=inputs.fmt, on_invalid=inputs.on_invalid, estimator=estimator
     )
-    worker = partial(process, settings=settings, analyze=analyze)
-    run_files(
-        items,
-        worker,
-        jobs=jobs,
-        verbose=verbose,
-        quiet=quiet,
-        as_json=as_json,
-        output=output,
-        check=check or diff or dry_run,  # every preview counts what would be compacted
-    )
+    worker = partial(process, settings=writes.settings("micro", manifest_options), analyze=analyze)
+    run_files(items, worker, inputs, writes, verb="compacted")

@@ -10,12 +10,12 @@ from compactcli import batch, context
 from compactcli.backends import make_summarizer
 from compactcli.backends.anthropic import DEFAULT_MODEL
 from compactcli.batch import BUSY, CHANGED, FAILED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome
-from compactcli.commands.common import find_inputs
-from compactcli.commands.options import input_options, write_options
+from compactcli.commands.common import find_inputs, stdout_carries_data
+from compactcli.commands.options import Inputs, Writes, input_options, write_options
 from compactcli.errors import EXIT_CODES_HELP
 from compactcli.layers.summarize import BACKENDS, DEFAULT_MAX_INPUT_TOKENS, DEFAULT_SUMMARY_TOKENS
 from compactcli.report import Reporter
-from compactcli.rewrite import FileSettings, process
+from compactcli.rewrite import process
 from compactcli.summarize_file import SummarizeOptions, analyze
 
 HELP = f"""Replace a conversation with one summary message (Layers 2 and 3).
@@ -192,20 +192,8 @@ def summary_line(outcomes: list[Outcome], check: bool) -> str:
 @write_options
 @summarize_options
 def summarize(
-    paths,
-    glob,
-    fmt,
-    on_invalid,
-    jobs,
-    verbose,
-    quiet,
-    as_json,
-    output,
-    archive_dir,
-    check,
-    diff,
-    dry_run,
-    min_age,
+    inputs: Inputs,
+    writes: Writes,
     keep_last,
     backend,
     model,
@@ -221,8 +209,8 @@ def summarize(
     batch_id,
     poll_interval,
 ):
-    items = find_inputs(paths, glob, archive_dir, output)
-    preview = check or diff or dry_run
+    items = find_inputs(inputs.paths, inputs.glob, writes.archive_dir, writes.output)
+    preview = writes.preview
     summarizer = make_summarizer(
         backend,
         model=model,
@@ -236,7 +224,7 @@ def summarize(
         raise click.UsageError(
             "--batch needs the anthropic backend (set ANTHROPIC_API_KEY or pass --backend)"
         )
-    if not quiet and not preview:
+    if not inputs.quiet and not preview:
         click.echo(f"summarize: backend {_backend_line(backend, summarizer)}", err=True)
     options = SummarizeOptions(keep_last=keep_last, focus=focus, threshold=threshold)
     manifest_options = {
@@ -250,29 +238,20 @@ def summarize(
         "threshold": threshold,
         "method": method,
     }
-    settings = FileSettings(
-        command="summarize",
-        options=manifest_options,
-        output=output,
-        archive_dir=archive_dir,
-        check=check,
-        diff=diff,
-        dry_run=dry_run,
-        min_age=min_age,
-    )
+    settings = writes.settings("summarize", manifest_options)
     file_analyze = partial(
         analyze,
         options=options,
         summarizer=summarizer,
-        fmt=fmt,
-        on_invalid=on_invalid,
+        fmt=inputs.fmt,
+        on_invalid=inputs.on_invalid,
         estimator=context.estimator(method) if threshold is not None else None,
     )
-    stdout_has_data = output == "-" or (batch.STDIN in items and output is None)
+    stdout_has_data = stdout_carries_data(items, writes.output)
     reporter = SummarizeReporter(
-        verbose=verbose, quiet=quiet, as_json=as_json, stdout_has_data=stdout_has_data
+        verbose=inputs.verbose, quiet=inputs.quiet, as_json=inputs.as_json, stdout_has_data=stdout_has_data
     )
-    reporter.check = check
+    reporter.check = writes.check
     if (use_batch or batch_id) and not preview:
         from compactcli.summarize_file import run_batch
 
@@ -287,7 +266,7 @@ def summarize(
         )
     else:
         worker = partial(process, settings=settings, analyze=file_analyze)
-        outcomes = batch.run(items, worker, jobs=jobs, on_outcome=reporter.outcome)
+        outcomes = batch.run(items, worker, jobs=inputs.jobs, on_outcome=reporter.outcome)
     reporter.summary(summary_line(outcomes, preview))
     raise SystemExit(batch.exit_code(outcomes))
 

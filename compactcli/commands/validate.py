@@ -10,7 +10,7 @@ import click
 from compactcli import batch, dialects
 from compactcli.batch import FAILED, Outcome
 from compactcli.commands.common import find_inputs
-from compactcli.commands.options import input_options
+from compactcli.commands.options import Inputs, input_options
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP
 from compactcli.layers.validate import RULES, Validator
 from compactcli.report import Reporter
@@ -96,17 +96,17 @@ Accepted on purpose:
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
 @input_options
-def validate(paths, glob, fmt, on_invalid, jobs, verbose, quiet, as_json):
-    items = find_inputs(paths, glob)
-    reporter = Reporter(verbose=verbose, quiet=quiet, as_json=as_json)
+def validate(inputs: Inputs):
+    items = find_inputs(inputs.paths, inputs.glob)
+    reporter = Reporter(verbose=inputs.verbose, quiet=inputs.quiet, as_json=inputs.as_json)
 
     def report(outcome: Outcome) -> None:
-        if not as_json:
+        if not inputs.as_json:
             for text in violation_lines(outcome):
                 click.echo(text)
         reporter.outcome(outcome)
 
-    worker = partial(check_file, fmt=fmt, on_invalid=on_invalid)
-    outcomes = batch.run(items, worker, jobs=jobs, on_outcome=report)
+    worker = partial(check_file, fmt=inputs.fmt, on_invalid=inputs.on_invalid)
+    outcomes = batch.run(items, worker, jobs=inputs.jobs, on_outcome=report)
     reporter.summary(summary(outcomes))
     raise SystemExit(batch.exit_code(outcomes))
