@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 TARGET_VS_ORJSON = 1.0  # micro time / orjson loop time, at most
 TARGET_VS_STDLIB = 3.0  # stdlib time / micro time, at least
 TARGET_RSS_MB = 150.0
+TARGET_ESTIMATE_MB_S = 100  # estimate's default (heuristic) method, end to end
 
 ORJSON_LOOP = """
 import sys, orjson
@@ -236,6 +237,12 @@ def make_cases(src: Path, work: Path, dialect: str, cli: list[str], python: str)
             is_micro=True,
         ),
         Case(
+            "estimate (heuristic)",
+            [*cli, "estimate", "-q", str(src)],
+            output=work / "estimate.txt",
+            stdout=work / "estimate.txt",
+        ),
+        Case(
             "orjson loop",
             [python, "-c", ORJSON_LOOP, str(src), str(work / "orjson.jsonl")],
             output=work / "orjson.jsonl",
@@ -354,6 +361,10 @@ def print_table(rows: list[dict], size: int, repeat: int) -> None:
 def targets(rows: list[dict]) -> list[dict]:
     verdicts = []
     for r in rows:
+        if r["command"].startswith("estimate"):
+            ok = r["mb_per_s"] >= TARGET_ESTIMATE_MB_S
+            label = f">= {TARGET_ESTIMATE_MB_S:g} MB/s"
+            verdicts.append({"command": r["command"], "target": label, "value": r["mb_per_s"], "pass": ok})
         if not r["micro"]:
             continue
         checks = [
