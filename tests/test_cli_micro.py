@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from helpers.cli import compactcli_command, run_cli
 
 import compactcli
 
@@ -86,24 +86,10 @@ ARCHIVE_RE = re.compile(r"^t\.(?P<ts>\d{8}T\d{12}Z)\.(?P<sha>[0-9a-f]{12})\.json
 SUMMARY_RE = re.compile(r"^\d+ files? compacted, \d+ unchanged(, \d+ skipped)?(, \d+ busy)?(, \d+ failed)?$")
 
 
-def compactcli_command() -> list[str]:
-    """The installed command: the venv's script, else PATH's, else `python -m compactcli`."""
-    beside = Path(sys.executable).with_name("compactcli")
-    found = str(beside) if beside.exists() else shutil.which("compactcli")
-    return [found] if found else [sys.executable, "-m", "compactcli"]
-
-
 def micro(
     *args: object, stdin: bytes = b"", cwd: Path | None = None, umask: int | None = None
 ) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*compactcli_command(), "micro", *map(str, args)],
-        input=stdin,
-        capture_output=True,
-        cwd=cwd,
-        umask=-1 if umask is None else umask,
-        timeout=60,
-    )
+    return run_cli("micro", *args, stdin=stdin, cwd=cwd, umask=-1 if umask is None else umask, timeout=60)
 
 
 def err(run: subprocess.CompletedProcess) -> str:
@@ -588,7 +574,7 @@ def test_summary_counts_each_outcome(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args", [["--help"], ["micro", "--help"]])
 def test_help_lists_the_exit_codes(args: list[str]) -> None:
-    run = subprocess.run([*compactcli_command(), *args], capture_output=True, text=True)
+    run = run_cli(*args, text=True)
     assert run.returncode == OK
     text = " ".join(run.stdout.split())
     for code, meaning in [
@@ -619,7 +605,7 @@ def test_help_and_micro_do_not_import_anthropic(transcript: Path) -> None:
 
     # The installed entry point too, as Python reports its imports.
     run = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "compactcli", "micro", "--help"],
+        [sys.executable, "-X", "importtime", *compactcli_command(), "micro", "--help"],
         capture_output=True,
         text=True,
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import bigfile
 import pytest
+from helpers.cli import compactcli_command
 
 BUSY = 75
 # Stand-in for an agent that appends to its transcript: open, append, close, as Claude Code does.
@@ -64,13 +65,6 @@ print(count, flush=True)
 """
 
 
-def compactcli() -> list[str]:
-    """The installed command: the venv's script, else PATH's, else `python -m compactcli`."""
-    beside = Path(sys.executable).with_name("compactcli")
-    found = str(beside) if beside.exists() else shutil.which("compactcli")
-    return [found] if found else [sys.executable, "-m", "compactcli"]
-
-
 def appended(count: int) -> bytes:
     """What APPENDER wrote after `count` lines (the same json.dumps call)."""
     return b"".join(
@@ -96,7 +90,7 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
 @functools.cache
 def sequential_result(sample: Path) -> bytes:
-    run = subprocess.run([*compactcli(), "micro", str(sample), "-o", "-"], capture_output=True)
+    run = subprocess.run([*compactcli_command(), "micro", str(sample), "-o", "-"], capture_output=True)
     assert run.returncode == 0, run.stderr
     return run.stdout
 
@@ -165,7 +159,7 @@ def test_four_processes_at_once_compact_each_file_exactly_once(tmp_path: Path, i
         else:
             args = [str(p) for p in files]
             rng.shuffle(args)
-        commands.append([*compactcli(), "micro", "--json", *args])
+        commands.append([*compactcli_command(), "micro", "--json", *args])
 
     results = run_all(commands)
 
@@ -189,7 +183,7 @@ def test_four_processes_at_once_compact_each_file_exactly_once(tmp_path: Path, i
     )
     assert_compacted_once(files)
 
-    rerun = subprocess.run([*compactcli(), "micro", str(tmp_path)], capture_output=True, text=True)
+    rerun = subprocess.run([*compactcli_command(), "micro", str(tmp_path)], capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr
     assert rerun.stderr.strip().splitlines()[-1] == f"0 files compacted, {len(files)} unchanged"
     assert_compacted_once(files)
@@ -202,7 +196,7 @@ def test_jobs_2_gives_the_same_result_as_jobs_1(tmp_path: Path) -> None:
     runs = {}
     for name, folder in (("1", one), ("2", two)):
         runs[name] = subprocess.run(
-            [*compactcli(), "micro", "--jobs", name, str(folder)], capture_output=True, text=True
+            [*compactcli_command(), "micro", "--jobs", name, str(folder)], capture_output=True, text=True
         )
         assert runs[name].returncode == 0, runs[name].stderr
     assert runs["1"].stderr == runs["2"].stderr  # the same summary line
@@ -247,7 +241,7 @@ def test_file_appended_to_during_the_run_is_left_alone_and_reported_busy(tmp_pat
     path, original, _ = big_transcript(tmp_path)
     appender, stop = start_appender(path, mode)
     try:
-        run = subprocess.run([*compactcli(), "micro", str(path)], capture_output=True, text=True)
+        run = subprocess.run([*compactcli_command(), "micro", str(path)], capture_output=True, text=True)
     finally:
         count = stop_appender(appender, stop)
     assert count > 3  # the file grew all through the run
@@ -259,7 +253,7 @@ def test_file_appended_to_during_the_run_is_left_alone_and_reported_busy(tmp_pat
     assert manifest_lines(tmp_path / ".transcripts") == []
 
     # Once the agent has stopped, the file is compacted, appended lines and all.
-    rerun = subprocess.run([*compactcli(), "micro", str(path)], capture_output=True, text=True)
+    rerun = subprocess.run([*compactcli_command(), "micro", str(path)], capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr
     assert path.read_bytes().endswith(appended(count))
     assert len(archives_of(path)) == 1
@@ -270,7 +264,7 @@ def test_line_appended_just_before_the_replacement_is_not_lost(tmp_path: Path) -
     path, original, expected = big_transcript(tmp_path)
     appender, stop = start_appender(path, "manifest")
     try:
-        run = subprocess.run([*compactcli(), "micro", str(path)], capture_output=True, text=True)
+        run = subprocess.run([*compactcli_command(), "micro", str(path)], capture_output=True, text=True)
     finally:
         count = stop_appender(appender, stop)
     assert count == 1, "the run ended without writing the manifest"

@@ -17,7 +17,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import bigfile
 import pytest
+from helpers.cli import compactcli_command
 
 SEED = 20261130
 TRIALS = 15
@@ -32,13 +32,6 @@ DIALECT = "claude-code"
 TURNS = 1800  # about 31 MB with 8000-character results and their toolUseResult copies
 RESULT_CHARS = 8000
 ARCHIVE_RE = re.compile(r"^(?P<stem>.+)\.\d{8}T\d{12}Z\.(?P<sha>[0-9a-f]{12})\.jsonl$")
-
-
-def compactcli() -> list[str]:
-    """The installed command: the venv's script, else PATH's, else `python -m compactcli`."""
-    beside = Path(sys.executable).with_name("compactcli")
-    found = str(beside) if beside.exists() else shutil.which("compactcli")
-    return [found] if found else [sys.executable, "-m", "compactcli"]
 
 
 def sha(data: bytes) -> str:
@@ -73,7 +66,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> dict:
     copy = root / "copy.jsonl"
     shutil.copyfile(original, copy)
     result = root / "result.jsonl"
-    run = subprocess.run([*compactcli(), "micro", str(copy), "-o", str(result)], capture_output=True)
+    run = subprocess.run([*compactcli_command(), "micro", str(copy), "-o", str(result)], capture_output=True)
     assert run.returncode == 0, run.stderr
     full = result.read_bytes()
     # The generator knows the result independently; both must agree before kills are judged by it.
@@ -84,7 +77,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> dict:
     timing.mkdir()
     shutil.copyfile(original, timing / "t.jsonl")
     started = time.monotonic()
-    run = subprocess.run([*compactcli(), "micro", str(timing / "t.jsonl")], capture_output=True)
+    run = subprocess.run([*compactcli_command(), "micro", str(timing / "t.jsonl")], capture_output=True)
     elapsed = time.monotonic() - started
     assert run.returncode == 0, run.stderr
     assert (timing / "t.jsonl").read_bytes() == full
@@ -146,7 +139,7 @@ def interrupted_run(
     shutil.copyfile(big["path"], transcript)
     os.chmod(transcript, 0o640)
     proc = subprocess.Popen(
-        [*compactcli(), "micro", str(transcript)],
+        [*compactcli_command(), "micro", str(transcript)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -159,7 +152,7 @@ def interrupted_run(
     if code == 0:
         state = "finished"
 
-    rerun = subprocess.run([*compactcli(), "micro", str(folder)], capture_output=True, text=True)
+    rerun = subprocess.run([*compactcli_command(), "micro", str(folder)], capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr
     assert file_sha(transcript) == big["sha_after"], "the rerun did not finish the job"
     assert os.stat(transcript).st_mode & 0o777 == 0o640

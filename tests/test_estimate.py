@@ -14,7 +14,6 @@ import json
 import os
 import pickle
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -23,11 +22,10 @@ from pathlib import Path
 
 import pytest
 from bigfile import write as write_big
-from click.testing import CliRunner
 from fakeapi import FakeAnthropic, error_reply
+from helpers.cli import invoke, run_cli
 
 from compactcli import dialects
-from compactcli.cli import cli
 from compactcli.context import ContextCounter, TokenCache, estimator
 from compactcli.layers.estimate import (
     TopResults,
@@ -49,7 +47,7 @@ def write(path: Path, records: list[dict]) -> Path:
 
 
 def run(*args: object, input: str | bytes | None = None, env: dict | None = None):
-    return CliRunner().invoke(cli, ["estimate", *map(str, args)], input=input, env=env)
+    return invoke("estimate", *args, input=input, env=env)
 
 
 def rows(result) -> list[dict]:
@@ -65,12 +63,6 @@ def one(*args: object) -> dict:
 
 def seed(messages: list) -> int:
     return len(str(messages)) // 4
-
-
-def compactcli_command() -> list[str]:
-    beside = Path(sys.executable).with_name("compactcli")
-    found = str(beside) if beside.exists() else shutil.which("compactcli")
-    return [found] if found else [sys.executable, "-m", "compactcli"]
 
 
 def png(width: int, height: int) -> str:
@@ -641,19 +633,7 @@ def test_api_without_a_key_exits_69_but_a_cached_count_needs_none(
 def test_api_in_a_subprocess(tmp_path: Path, fake_api: FakeAnthropic) -> None:
     fake_api.token_count = lambda body: 31337
     env = fake_api.env(XDG_CACHE_HOME=str(tmp_path / "cache"))
-    done = subprocess.run(
-        [
-            *compactcli_command(),
-            "estimate",
-            str(api_session(tmp_path)),
-            "--method",
-            "api",
-            "--json",
-        ],
-        capture_output=True,
-        env=env,
-        timeout=60,
-    )
+    done = run_cli("estimate", api_session(tmp_path), "--method", "api", "--json", env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["tokens"] == 31337
 
@@ -719,11 +699,8 @@ def test_micro_trigger_tokens_uses_the_estimate(tmp_path: Path) -> None:
         records.append({"role": "user", "content": [result(f"t{i}", f"output {i} " * 60)]})
     path = write(tmp_path / "t.jsonl", records)
     tokens = one(path)["tokens"]
-    micro = CliRunner()
-    assert micro.invoke(cli, ["micro", str(path), "--check", "--trigger-tokens", str(tokens)]).exit_code == 0
-    assert (
-        micro.invoke(cli, ["micro", str(path), "--check", "--trigger-tokens", str(tokens - 1)]).exit_code == 1
-    )
+    assert invoke("micro", path, "--check", "--trigger-tokens", tokens).exit_code == 0
+    assert invoke("micro", path, "--check", "--trigger-tokens", tokens - 1).exit_code == 1
 
 
 # --- calibration ----------------------------------------------------------------------------------

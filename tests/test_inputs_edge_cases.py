@@ -9,12 +9,12 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
 
 import pytest
+from helpers.cli import run_cli
 
 DATA_ERR, IO_ERR = 65, 74
 NOBODY = 65534
@@ -25,13 +25,7 @@ LONG = "x" * 300
 def compactcli(
     *args: str, cwd: Path, prefix: tuple[str, ...] = (), timeout: float = 60, **kwargs
 ) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*prefix, sys.executable, "-m", "compactcli", *args],
-        cwd=cwd,
-        capture_output=True,
-        timeout=timeout,
-        **kwargs,
-    )
+    return run_cli(*args, cwd=cwd, prefix=prefix, timeout=timeout, **kwargs)
 
 
 def transcript(results: int = 5) -> bytes:

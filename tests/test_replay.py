@@ -12,16 +12,15 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from helpers.cli import invoke, run_cli
+from helpers.corpus import corpus_params
 
 from compactcli import dialects
 from compactcli.chart import text_chart
-from compactcli.cli import cli
 from compactcli.layers.replay import Row
 from compactcli.layers.validate import validate_records
 
@@ -77,7 +76,7 @@ def write(path: Path, records: list[dict]) -> Path:
 
 
 def run(*args: object, input: bytes | None = None):
-    return CliRunner().invoke(cli, ["replay", *map(str, args)], input=input)
+    return invoke("replay", *args, input=input)
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -475,10 +474,9 @@ def test_text_chart_fits_80_columns_and_marks_the_calls_over_the_threshold() -> 
 def test_samples_in_a_subprocess(tmp_path: Path, sample: str) -> None:
     out, timeline, archives = tmp_path / "out.jsonl", tmp_path / "t.csv", tmp_path / "archives"
     env = dict(os.environ)  # without credentials (the autouse fixture removed them)
-    done = subprocess.run(
-        [sys.executable, "-m", "compactcli", "replay", str(SAMPLES / sample), "--threshold", "1500",
-         "--backend", "auto", "-o", str(out), "--timeline", str(timeline), "--archive-dir", str(archives)],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    done = run_cli(
+        "replay", SAMPLES / sample, "--threshold", "1500", "--backend", "auto", "-o", out,
+        "--timeline", timeline, "--archive-dir", archives, text=True, env=env, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "summarizer digest (--backend auto: no API key" in done.stderr
@@ -498,9 +496,6 @@ def test_samples_in_a_subprocess(tmp_path: Path, sample: str) -> None:
 
 
 # --- optional tier: the real transcripts in ../shared/corpus ---------------------------------------
-
-CORPUS = REPO.parent / "shared" / "corpus"
-CORPUS_FILES = sorted(CORPUS.glob("*/*.jsonl")) if CORPUS.is_dir() else []
 
 
 def expected_calls(path: Path, dialect: str) -> int:
@@ -539,8 +534,7 @@ def _parses(raw: bytes) -> bool:
 
 
 @pytest.mark.corpus
-@pytest.mark.skipif(not CORPUS_FILES, reason="../shared/corpus is not present")
-@pytest.mark.parametrize("original", CORPUS_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("original", corpus_params())
 def test_replay_on_corpus_file(original: Path, tmp_path: Path) -> None:
     with open(original, "rb") as f:
         from compactcli.transcript import detect_dialect

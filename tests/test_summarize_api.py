@@ -6,12 +6,12 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from functools import partial
 from pathlib import Path
 
 import pytest
 from fakeapi import FakeAnthropic, Reply, error_reply
+from helpers.cli import run_cli
 
 from compactcli.backends import ModelSummarizer
 from compactcli.backends.anthropic import DEFAULT_MODEL
@@ -54,14 +54,7 @@ def write(path: Path, records: list[dict]) -> bytes:
 
 
 def run(api: FakeAnthropic, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "compactcli", "summarize", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=api.env(**env),
-        timeout=120,
-    )
+    return run_cli("summarize", *args, cwd=cwd, text=True, env=api.env(**env))
 
 
 def user_turn(body: dict) -> str:
@@ -367,11 +360,7 @@ def test_an_errored_batch_request_fails_only_its_file(fake_api: FakeAnthropic, t
 def test_batch_needs_the_api(tmp_path: Path) -> None:
     path = tmp_path / "x.jsonl"
     write(path, conversation())
-    done = subprocess.run(
-        [sys.executable, "-m", "compactcli", "summarize", "--batch", "--backend", "digest", str(path)],
-        capture_output=True,
-        text=True,
-    )
+    done = run_cli("summarize", "--batch", "--backend", "digest", path, text=True)
     assert done.returncode == 2 and "--batch needs the anthropic backend" in done.stderr
 
 

@@ -6,16 +6,13 @@ import base64
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-CLI = [sys.executable, "-m", "compactcli"]
+from helpers.cli import run_cli
 
 
 def run(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*CLI, *args], cwd=cwd, env=env or dict(os.environ), capture_output=True, text=True, timeout=120
-    )
+    return run_cli(*args, cwd=cwd, env=env or dict(os.environ), text=True)
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:

@@ -11,6 +11,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from helpers import corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,7 @@ from compactcli.tokens import (
     thinking_persists,
 )
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "claude-code"
+CORPUS = corpus.CORPUS / "claude-code"
 
 # --- seed: exactly len(str(messages)) // 4 ------------------------------------------------------
 

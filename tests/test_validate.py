@@ -6,24 +6,20 @@ Line numbers in the expectations are counted by hand from the record lists (1-ba
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from bigfile import DIALECTS as BIG_DIALECTS
 from bigfile import generate
-from click.testing import CliRunner
+from helpers.cli import invoke, run_cli
+from helpers.corpus import corpus_params, expectation
 
 from compactcli import dialects
-from compactcli.commands.validate import validate
 from compactcli.layers.validate import RULES, Violation, validate_records
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"
-CORPUS = REPO.parent / "shared" / "corpus"
 
 
 def check(dialect: str, records: list[dict]) -> list[tuple[int, str]]:
@@ -546,7 +542,7 @@ def bad(tmp_path: Path) -> Path:
 
 
 def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(validate, [*args], input=input)
+    return invoke("validate", *args, input=input)
 
 
 def test_cli_valid_file_exits_0_and_prints_no_violation(good):
@@ -645,15 +641,7 @@ def test_help_lists_the_rules_and_exit_codes():
 
 
 def test_real_process_keeps_data_on_stdout_and_summary_on_stderr(good, bad):
-    code = "from compactcli.commands.validate import validate; validate(prog_name='validate')"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run(
-        [sys.executable, "-c", code, str(good), str(bad)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    proc = run_cli("validate", good, bad, text=True, timeout=60)
     assert proc.returncode == 1
     assert proc.stdout == (
         f"{bad}:2: missing-tool-result: tool_use b is not answered in the next user turn\n"
@@ -675,10 +663,6 @@ def test_samples_validate(path):
     assert result.exit_code == 0, result.output
 
 
-def corpus_files() -> list[Path]:
-    return sorted(CORPUS.glob("*/*.jsonl")) if CORPUS.is_dir() else []
-
-
 def unreadable(path: Path) -> dict[int, bytes]:
     """Lines the stdlib cannot parse (the corpus's redactor tore some), by number."""
     torn = {}
@@ -691,37 +675,35 @@ def unreadable(path: Path) -> dict[int, bytes]:
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
-def test_corpus_file_validates(path):
+@pytest.mark.parametrize("path", corpus_params())
+def test_corpus_violations_name_a_torn_line(path):
+    # What validate reports per file is pinned in tests/helpers/corpus.py (test_corpus.py). Here: on a
+    # file with torn lines, a reported tool id is one found in a torn line (the pair it lost).
+    torn = unreadable(path)
     result = run(str(path), "--on-invalid", "keep", "--json")
     report = json.loads(result.stdout)
-    torn = unreadable(path)
-    if not torn:
-        assert report["status"] == "valid", report["stats"]["violations"][:5]
-        assert result.exit_code == 0
-        return
-    # A torn line may be the very tool_use or tool_result a neighbour pairs with; then, and only
-    # then, is that neighbour reported. Each violation must name an id found in a torn line.
-    for violation in report["stats"]["violations"]:
+    for violation in report["stats"]["violations"] if torn else ():
         tool_id = re.search(r"toolu_\w+", violation["message"]).group(0).encode()
         assert any(tool_id in raw for raw in torn.values()), violation
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params(with_tool_results=True))
 def test_corpus_file_with_a_repeated_result_is_invalid(path, tmp_path):
-    # Proof that the check bites on real files: repeat the last tool result right after itself.
-    if unreadable(path):
-        pytest.skip("torn lines")
+    # Proof that the check bites on real files: repeat the last tool result right after itself. What
+    # the file already violated stays, one line further down past the copy.
+    expect = expectation(path)
+    assert expect.dialect is not None
+    dialect = dialects.get(expect.dialect)
     lines = path.read_bytes().splitlines(keepends=True)
-    fmt = {"openai-chat": "openai", "seed-transcripts": "anthropic"}.get(path.parent.name, "claude-code")
-    dialect = dialects.get(fmt)
-    last = max(n for n, raw in enumerate(lines) if dialect.tool_results(json.loads(raw)) and raw.strip())
+    parsed = {n: json.loads(raw) for n, raw in enumerate(lines) if n + 1 not in expect.torn}
+    last = max(n for n, record in parsed.items() if dialect.tool_results(record))
+    before = json.loads(run(str(path), "--on-invalid", "keep", "--json").stdout)["stats"]["violations"]
     copy = tmp_path / path.name
     copy.write_bytes(b"".join(lines[: last + 1] + [lines[last]] + lines[last + 1 :]))
-    result = run(str(copy), "--json")
+    result = run(str(copy), "--on-invalid", "keep", "--json")
     violations = json.loads(result.stdout)["stats"]["violations"]
     assert result.exit_code == 1
-    assert violations, "the repeated result went unnoticed"
     # The copy sits on 1-based line last + 2.
-    assert {(v["line"], v["rule"]) for v in violations} == {(last + 2, "duplicate-tool-result")}
+    shifted = {(v["line"] + (v["line"] > last + 1), v["rule"]) for v in before}
+    assert {(v["line"], v["rule"]) for v in violations} == shifted | {(last + 2, "duplicate-tool-result")}

@@ -1,0 +1,118 @@
+"""The real transcripts in ../shared/corpus (beside the repository), and what compactcli must make of each.
+
+Every `.jsonl` file under every dialect folder counts, sub-agent files in nested folders included. Each has
+one row in EXPECTED; a file without a row, or a row without a file, fails the corpus tier, so a new corpus
+file cannot go unchecked and a vanished one cannot pass silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the CLI makes of one corpus file.
+
+    dialect: the dialect `validate --json` reports; None when the file is refused (exit 65).
+    violations: rule -> how many times `validate` reports it; empty means valid (exit 0), else exit 1.
+    micro_changes: whether `micro --on-invalid keep` rewrites the file (some old tool result is cleared).
+    torn: lines that json.loads rejects (the owner's redactor cut them off), by 1-based number.
+    tool_results: whether the file holds any tool result the dialect reads.
+    """
+
+    dialect: str | None
+    violations: dict[str, int] = field(default_factory=dict)
+    micro_changes: bool = True
+    torn: frozenset[int] = frozenset()
+    tool_results: bool = True
+
+    @property
+    def validate_exit(self) -> int:
+        return 65 if self.dialect is None else 1 if self.violations else 0
+
+
+# SOURCES.md in the corpus lists these torn lines; they are counted here by hand from it.
+TORN_3AF9 = frozenset(
+    [4, 8, 20, 41, 45, 51, 59, 84, 117, 126, 134, 136, 145, 151, 158, 159, 166, 193, 196, 197, 227, 231, 278]
+    + [300, 303, 322, 324, 325, 326, 368, 424, 450, 453, 501, 513]
+)
+TORN_554B = frozenset(
+    [15, 17, 24, 26, 28, 30, 37, 39, 45, 56, 58, 60, 62, 64, 66, 68, 70, 72, 74, 76, 78, 80, 82, 84, 88, 94]
+    + [125, 127]
+)
+
+CC = "claude-code"
+EXPECTED: dict[str, Expect] = {
+    "claude-code/ccmd-session.jsonl": Expect(CC),
+    "claude-code/drm-coverage-test-fix.jsonl": Expect(CC),
+    "claude-code/drm-python-to-rust-port.jsonl": Expect(CC),
+    # A torn line held the tool_result of one call.
+    "claude-code/mclaude-3af9b1a7.jsonl": Expect(CC, {"missing-tool-result": 1}, torn=TORN_3AF9),
+    "claude-code/mclaude-3cfce0ff.jsonl": Expect(CC),
+    "claude-code/mclaude-43391f62.jsonl": Expect(CC),
+    "claude-code/mclaude-554b9fa6.jsonl": Expect(
+        CC, {"missing-tool-result": 6, "orphan-tool-result": 18}, torn=TORN_554B
+    ),
+    "claude-code/mclaude-agent-abc3cb6.jsonl": Expect(CC),
+    "claude-code/posthog-claude-session.jsonl": Expect(CC),
+    "claude-code/spotter-fa812bfe.jsonl": Expect(CC),
+    "claude-code/spotter-fa812bfe/subagents/agent-a93ccab.jsonl": Expect(CC),
+    # One API response split over several records with results written between them.
+    "claude-code/spotter-fa812bfe/subagents/agent-aa84377.jsonl": Expect(
+        CC, {"missing-tool-result": 3, "orphan-tool-result": 3}
+    ),
+    # The compaction request: user records and a summary, no tool results to clear.
+    "claude-code/spotter-fa812bfe/subagents/agent-acompact-70d8e7.jsonl": Expect(
+        CC, micro_changes=False, tool_results=False
+    ),
+    "claude-code/vsla-2cba43de.jsonl": Expect(CC),
+    "claude-code/vsla-5f8cbb78.jsonl": Expect(CC),
+    "claude-code/vsla-9034225e.jsonl": Expect(CC),
+    "claude-code/vsla-dc7e9081.jsonl": Expect(CC),
+    "claude-code/vsla-f6108699.jsonl": Expect(CC),
+    # No codex dialect yet: read as anthropic, and no line is a message.
+    "codex/soulpass-codex-session.jsonl": Expect(
+        "anthropic", {"not-a-message": 755}, micro_changes=False, tool_results=False
+    ),
+    "openai-chat/hasak1y-transcript_1774924752528_auto.jsonl": Expect("openai"),
+    # A manual compaction dump: every old result was already cleared by its runtime.
+    "openai-chat/hasak1y-transcript_1774924793206_manual.jsonl": Expect("openai", micro_changes=False),
+    # Stringified assistant blocks; the results were already compacted by its runtime.
+    "seed-transcripts/breakinglead-transcript_1782812926.jsonl": Expect("anthropic", micro_changes=False),
+}
+
+
+def corpus_files() -> list[Path]:
+    """Every transcript in the corpus, nested folders included; [] when there is no corpus."""
+    return sorted(CORPUS.rglob("*.jsonl")) if CORPUS.is_dir() else []
+
+
+def name(path: Path) -> str:
+    return path.relative_to(CORPUS).as_posix()
+
+
+def expectation(path: Path) -> Expect:
+    try:
+        return EXPECTED[name(path)]
+    except KeyError:
+        pytest.fail(f"{name(path)} has no row in tests/helpers/corpus.py EXPECTED")
+
+
+def corpus_params(with_tool_results: bool = False) -> list:
+    """pytest parameters, one per corpus file (id: its path in the corpus); optionally only the files
+    whose expectation says they hold tool results."""
+    return [
+        pytest.param(path, id=name(path))
+        for path in corpus_files()
+        if not with_tool_results or EXPECTED.get(name(path), Expect(None)).tool_results
+    ]
+
+
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no corpus at {CORPUS}")
