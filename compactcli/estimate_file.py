@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import BinaryIO
 
 from compactcli import dialects
-from compactcli.batch import Outcome
 from compactcli.context import ContextCounter, TokenCache
 from compactcli.errors import CHECK_FAILED, OK
 from compactcli.layers.estimate import is_over, share
+from compactcli.report import Outcome
 from compactcli.transcript import detect_dialect, open_input, read_lines
 
 OUTPUT_FORMATS = ("table", "json", "csv", "github")

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import click
 
-from compactcli import batch
-from compactcli.batch import FAILED, STDIN, Outcome
+from compactcli import runner
 from compactcli.errors import CHECK_FAILED, OK
 from compactcli.estimate_file import NO_USAGE, NO_USAGE_TEXT, OVER, UNDER
 from compactcli.layers.estimate import annotation
+from compactcli.report import FAILED, Outcome
 from compactcli.tokens import CATEGORIES
+from compactcli.transcript import STDIN
 
 # --- output -------------------------------------------------------------------------------------
 
@@ -234,7 +235,7 @@ def summary(outcomes: list[Outcome], method: str, max_tokens: int | None) -> str
 def calibration_files(paths: tuple[str, ...], glob: str) -> list[Path]:
     if STDIN in paths:
         raise click.UsageError("--calibrate reads files and folders, not stdin")
-    return [Path(p) for p in batch.discover(paths, glob)]
+    return [Path(p) for p in runner.discover(paths, glob)]
 
 
 def print_calibration(result: dict, output_format: str, files: int) -> None:

@@ -32,10 +32,18 @@ class MicroEdit:
     spool: BinaryIO | None = None
     spooled: dict[int, tuple[int, int, list[tuple[int, str]]]] = field(default_factory=dict)
     spans: dict[int, tuple[int, int]] = field(default_factory=dict)  # line -> (offset, length) in source
+    archive_first = False  # a placeholder does not name the archive
+    sha256 = ""
 
     @property
     def changed(self) -> bool:
         return bool(self.clears)
+
+    def prepare(self, source: BinaryIO) -> None:
+        """Nothing: micro decides everything in its first read."""
+
+    def use_archive(self, path: str) -> None:
+        """Never called (archive_first is False)."""
 
     def close(self) -> None:
         if self.spool is not None:

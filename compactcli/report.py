@@ -1,14 +1,63 @@
-"""What a batch run tells: previews and --json on stdout, per-file lines and the summary on stderr."""
+"""What a run over many files tells: how each file ended (an Outcome), the exit code of the run, previews
+and --json on stdout, per-file lines and the summary on stderr."""
 
 from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 
 import click
 
-from compactcli.batch import BUSY, CHANGED, FAILED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome
+from compactcli import errors
+
+CHANGED, UNCHANGED, WOULD_CHANGE, FAILED, BUSY, SKIPPED = (
+    "changed",
+    "unchanged",
+    "would-change",
+    "failed",
+    "busy",
+    "skipped",
+)
+
+# When files end differently, the exit code is the most serious one.
+SEVERITY = (errors.IO_ERR, errors.DATA_ERR, errors.UNAVAILABLE, errors.BUSY, errors.CHECK_FAILED)
+
+
+@dataclass
+class Outcome:
+    path: str
+    status: str
+    exit_code: int = errors.OK
+    message: str = ""
+    stats: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v not in ("", {})}
+
+
+def exit_code(outcomes: Iterable[Outcome]) -> int:
+    """The most serious exit code of the files, in the order of SEVERITY; 0 when all went well."""
+    codes = {o.exit_code for o in outcomes}
+    for code in SEVERITY:
+        if code in codes:
+            return code
+    return errors.OK
+
+
+def summary(outcomes: list[Outcome], *, verb: str = "compacted", check: bool = False) -> str:
+    """One line such as `3 files compacted, 5 unchanged, 1 failed`."""
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome.status] = counts.get(outcome.status, 0) + 1
+    changed = counts.get(WOULD_CHANGE if check else CHANGED, 0)
+    head = f"{changed} file{'s' if changed != 1 else ''} {'would be ' if check else ''}{verb}"
+    parts = [head, f"{counts.get(UNCHANGED, 0)} unchanged"]
+    for status, label in ((SKIPPED, "skipped"), (BUSY, "busy"), (FAILED, "failed")):
+        if counts.get(status):
+            parts.append(f"{counts[status]} {label}")
+    return ", ".join(parts)
 
 
 @dataclass

@@ -3,11 +3,11 @@
 A command supplies `analyze(file, display_path) -> Edit`; everything about destinations, locks, archives,
 --check/--diff/--dry-run and --min-age lives here, once.
 
-An Edit may also have `prepare(source)`, work that only a real write needs (a model call: never run
-for a preview), and `archive_first = True` with `use_archive(path)`, when the new content names the
-archive of the original: the archive is then made after `prepare` and before `write`, and removed if
-the write fails. For -o and stdout (no replacement, no manifest line) such an archive is made too,
-beside the input (stdin: in the current folder) or in --archive-dir.
+An Edit's `prepare(source)` is work that only a real write needs (a model call: never run for a
+preview). With `archive_first`, the new content names the archive of the original: the archive is
+made after `prepare` and before `write`, checked against the edit's `sha256`, handed to
+`use_archive(path)`, and removed if the write fails. For -o and stdout (no replacement, no manifest
+line) such an archive is made too, beside the input (stdin: in the current folder) or in --archive-dir.
 """
 
 from __future__ import annotations
@@ -25,19 +25,27 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from compactcli import errors, storage
-from compactcli.batch import BUSY, CHANGED, SKIPPED, STDIN, UNCHANGED, WOULD_CHANGE, Outcome
-from compactcli.transcript import READ_BUFFER
+from compactcli.report import BUSY, CHANGED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome
+from compactcli.transcript import READ_BUFFER, STDIN
 
 STDOUT = "-"
 
 
 class Edit(Protocol):
-    """What a command decided for one file after its first read."""
+    """What a command decided for one file after its first read: everything `process` calls."""
 
     stats: dict
+    archive_first: bool  # the new content names the original's archive (see use_archive)
+    sha256: str  # of the bytes the first read saw ("" when not hashed): the archive must match it
 
     @property
     def changed(self) -> bool: ...
+
+    def prepare(self, source: BinaryIO) -> None:
+        """Work only a real write needs (never run for a preview), reading `source` from its start."""
+
+    def use_archive(self, path: str) -> None:
+        """With archive_first: where the original was archived, before `write` is called."""
 
     def write(self, source: BinaryIO, out: BinaryIO) -> None:
         """Write the new content, reading the original again from the start of `source`."""
@@ -96,8 +104,9 @@ def _process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
         return _process_stdin(settings, analyze)
     path = Path(item)
     st = path.stat()
-    if settings.min_age and time.time() - st.st_mtime < settings.min_age:
-        return Outcome(item, SKIPPED, message=f"{item}: modified less than {settings.min_age:g}s ago")
+    skipped = too_recent(item, st, settings)
+    if skipped is not None:
+        return skipped
     to_output = settings.output is not None or settings.check or settings.diff or settings.dry_run
     if not stat.S_ISREG(st.st_mode):
         # A named pipe (`<(command)`, a FIFO): read once, like stdin; it has no place to write back to.
@@ -109,6 +118,13 @@ def _process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
         with open(path, "rb", buffering=READ_BUFFER) as source:
             return _to_output(item, source, settings, analyze)
     return _in_place(item, path, settings, analyze)
+
+
+def too_recent(item: str, st: os.stat_result, settings: FileSettings) -> Outcome | None:
+    """The skipped outcome of a file modified less than --min-age ago (an agent may still write it)."""
+    if settings.min_age and time.time() - st.st_mtime < settings.min_age:
+        return Outcome(item, SKIPPED, message=f"{item}: modified less than {settings.min_age:g}s ago")
+    return None
 
 
 def _preview(item: str, source: BinaryIO, edit: Edit, settings: FileSettings) -> Outcome | None:
@@ -171,18 +187,15 @@ def _prepare(
     edit: Edit, source: BinaryIO, original: Path, archive_dir: Path | None, stem: str | None = None
 ) -> tuple[Path, str, int] | None:
     """Run the edit's `prepare`, then archive the original if the edit's content names the archive."""
-    prepare = getattr(edit, "prepare", None)
-    if prepare is not None:
-        source.seek(0)
-        prepare(source)
-    if not getattr(edit, "archive_first", False):
+    source.seek(0)
+    edit.prepare(source)
+    if not edit.archive_first:
         return None
     archived = storage.archive_copy(original, archive_dir, stem=stem)
-    expected = getattr(edit, "sha256", None)
-    if expected and archived[1] != expected:
+    if edit.sha256 and archived[1] != edit.sha256:
         _discard(archived[0])
         raise errors.Busy(f"{original}: busy: changed while it was processed")
-    edit.use_archive(str(archived[0]))  # type: ignore[attr-defined]
+    edit.use_archive(str(archived[0]))
     return archived
 
 
@@ -249,4 +262,4 @@ def _process_spooled(name: str, stream: BinaryIO, settings: FileSettings, analyz
         return _to_output(name, spool, settings, analyze, Path(spool.name))
 
 
-__all__ = ["BUSY", "Edit", "FileSettings", "process"]
+__all__ = ["BUSY", "Edit", "FileSettings", "process", "too_recent"]

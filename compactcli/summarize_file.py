@@ -27,23 +27,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import partial
-from pathlib import Path
 from typing import Any, BinaryIO
 
-import click
 import orjson
 
-from compactcli import batch as batch_module
 from compactcli import dialects
-from compactcli.batch import BUSY, FAILED, SKIPPED, UNCHANGED, Outcome
 from compactcli.dialects import CLAUDE_CODE, OPENAI, Dialect
 from compactcli.dialects.claude_code import is_compact_boundary, is_sidechain
-from compactcli.errors import BUSY as BUSY_EXIT
-from compactcli.errors import UNAVAILABLE, Busy, Unavailable
+from compactcli.errors import Unavailable
 from compactcli.jsonio import dumps_like
 from compactcli.layers.summarize import (
     SUMMARY_PREFIX,
@@ -450,140 +443,3 @@ def _place_cut(
     with_uuid = [entry[0] for entry in before if entry[2] is not None]
     with_session = [entry[0] for entry in before if entry[4]]
     edit.context_offsets = tuple(dict.fromkeys(with_session[-1:] + with_uuid[-1:]))
-
-
-# ------------------------------------------------------------------------------ Message Batches
-
-
-@dataclass
-class _Pending:
-    item: str
-    sha256: str
-    request: dict
-    redactions: dict[str, int]
-
-
-def batch_custom_id(item: str, sha256: str, request: dict) -> str:
-    """Names one file's request: its path, its content and what is asked. A file that changed since
-    the batch was sent no longer matches its result (1-64 of [A-Za-z0-9_-])."""
-    key = json.dumps([str(Path(item).resolve()), sha256, request["params"]], sort_keys=True, default=str)
-    return "s" + hashlib.sha256(key.encode()).hexdigest()[:40]
-
-
-def _batch_entry(item: str, settings: Any, analyze: Any, summarizer: Any) -> Outcome | _Pending | None:
-    """An outcome (nothing to send), the request to send, or None: too long for one request."""
-    from compactcli.backends import anthropic as api
-
-    path = Path(item)
-    if settings.min_age and time.time() - path.stat().st_mtime < settings.min_age:
-        return Outcome(item, SKIPPED, message=f"{item}: modified less than {settings.min_age:g}s ago")
-    with open(path, "rb") as source:
-        edit = analyze(source, item)
-        if not edit.changed:
-            return Outcome(item, UNCHANGED, stats=edit.stats)
-        prompt = summarizer.single_request(edit.summarized_messages(source), focus=edit.options.focus)
-    if prompt is None:
-        return None
-    system, user = prompt
-    request = api.batch_request(
-        "pending", model=summarizer.model, system=system, user=user, max_tokens=summarizer.summary_tokens
-    )
-    request["custom_id"] = batch_custom_id(item, edit.sha256, request)
-    return _Pending(item, edit.sha256, request, dict(summarizer.redactions))
-
-
-def _with_summary(source: BinaryIO, name: str, *, analyze: Any, pending: _Pending, text: str) -> SummaryEdit:
-    edit = analyze(source, name)
-    if edit.sha256 != pending.sha256:
-        raise Busy(f"{name}: busy: changed since its batch request was sent")
-    edit.set_summary(text, "anthropic", pending.redactions)
-    return edit
-
-
-def run_batch(
-    items: list[str],
-    *,
-    settings: Any,
-    analyze: Any,
-    summarizer: Any,
-    batch_id: str | None = None,
-    poll_interval: float = 30.0,
-    on_outcome: Any = None,
-) -> list[Outcome]:
-    """summarize through one Message Batch: build every file's request, send them together (or
-    take the batch `batch_id` sent before), poll until it ends, then apply each result as it is
-    read. Files too long for one request are summarized directly, in parts, first. Each result is
-    applied like a direct summary: under the file's lock, only if the file is still what was sent.
-    """
-    from compactcli.backends import anthropic as api
-    from compactcli.rewrite import process
-
-    outcomes: list[Outcome] = []
-
-    def record(outcome: Outcome) -> None:
-        outcomes.append(outcome)
-        if on_outcome:
-            on_outcome(outcome)
-
-    pending: dict[str, _Pending] = {}
-    for item in items:
-        entry = batch_module._guarded(
-            partial(_batch_entry, settings=settings, analyze=analyze, summarizer=summarizer), item
-        )
-        if entry is None:
-            record(batch_module._guarded(partial(process, settings=settings, analyze=analyze), item))
-        elif isinstance(entry, Outcome):
-            record(entry)
-        else:
-            pending[entry.request["custom_id"]] = entry
-    if not pending:
-        return outcomes
-    client = api.make_client(timeout=summarizer.timeout, max_retries=summarizer.max_retries)
-    try:
-        if batch_id is None:
-            batch_id = api.create_batch(client, [p.request for p in pending.values()])
-            click.echo(
-                f"summarize: batch {batch_id} sent ({len(pending)} requests); "
-                f"if interrupted, resume with --batch-id {batch_id}",
-                err=True,
-            )
-        _wait(client, batch_id, len(pending), poll_interval)
-        for custom_id, text, error in api.batch_results(client, batch_id):
-            entry = pending.pop(custom_id, None)
-            if entry is None:
-                continue  # another file's request, or a file that changed since
-            if error is not None or not text:
-                message = f"{entry.item}: batch {batch_id}: request {error or 'returned no text'}"
-                record(Outcome(entry.item, FAILED, UNAVAILABLE, message))
-                continue
-            apply = partial(_with_summary, analyze=analyze, pending=entry, text=text)
-            record(batch_module._guarded(partial(process, settings=settings, analyze=apply), entry.item))
-    except Unavailable as err:
-        for entry in pending.values():
-            record(Outcome(entry.item, FAILED, UNAVAILABLE, f"{entry.item}: {err}"))
-        return outcomes
-    for entry in pending.values():
-        message = f"{entry.item}: busy: batch {batch_id} has no result for it as it is now (changed since?)"
-        record(Outcome(entry.item, BUSY, BUSY_EXIT, message))
-    return outcomes
-
-
-def _wait(client: Any, batch_id: str, total: int, poll_interval: float) -> None:
-    """Poll until the batch has ended, with a progress bar on a terminal."""
-    import sys
-
-    from tqdm import tqdm
-
-    from compactcli.backends import anthropic as api
-
-    with tqdm(
-        total=total, unit="request", file=sys.stderr, disable=not sys.stderr.isatty(), leave=False
-    ) as bar:
-        while True:
-            status = api.batch_status(client, batch_id)
-            counts = status["request_counts"]
-            done = sum(counts.get(k, 0) for k in ("succeeded", "errored", "canceled", "expired"))
-            bar.update(max(0, done - bar.n))
-            if status["processing_status"] == "ended":
-                return
-            time.sleep(poll_interval)

@@ -16,8 +16,9 @@ from helpers.cli import run_cli
 from compactcli.backends import ModelSummarizer
 from compactcli.backends.anthropic import DEFAULT_MODEL
 from compactcli.layers.summarize import SYSTEM_PROMPT
+from compactcli.message_batch import batch_entry
 from compactcli.rewrite import FileSettings
-from compactcli.summarize_file import SummarizeOptions, _batch_entry, analyze
+from compactcli.summarize_file import SummarizeOptions, analyze
 
 OK, UNAVAILABLE = 0, 69
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -337,7 +338,7 @@ def test_an_errored_batch_request_fails_only_its_file(fake_api: FakeAnthropic, t
     # The custom_id of f1's request, computed as the command computes it.
     summarizer = ModelSummarizer(model=DEFAULT_MODEL)
     file_analyze = partial(analyze, options=SummarizeOptions(), summarizer=summarizer)
-    entry = _batch_entry(str(tmp_path / "f1.jsonl"), FileSettings("summarize"), file_analyze, summarizer)
+    entry = batch_entry(str(tmp_path / "f1.jsonl"), FileSettings("summarize"), file_analyze, summarizer)
     fake_api.batch_outcomes[entry.request["custom_id"]] = {
         "type": "errored",
         "error": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},

@@ -7,14 +7,13 @@ from functools import partial
 
 import click
 
-from compactcli import batch
-from compactcli.batch import FAILED, Outcome
-from compactcli.commands.common import find_inputs
-from compactcli.commands.options import Inputs, input_options
+from compactcli import runner
 from compactcli.context import DEFAULT_METHOD, METHODS
 from compactcli.errors import EXIT_CODES_HELP, OK
 from compactcli.estimate_file import OUTPUT_FORMATS, estimate_file
 from compactcli.estimate_report import Printer, calibration_files, describe, print_calibration, summary
+from compactcli.options import Inputs, input_options
+from compactcli.report import FAILED, Outcome, exit_code
 
 # --- the command ---------------------------------------------------------------------------------
 
@@ -98,7 +97,7 @@ def estimate(
             click.echo(f"calibrating against {len(files)} files", err=True)
         print_calibration(calibration.calibrate(files), output_format, len(files))
         raise SystemExit(OK)
-    items = find_inputs(inputs.paths, inputs.glob)
+    items = runner.find_inputs(inputs.paths, inputs.glob)
     printer = Printer(output_format, method, max_tokens)
 
     def report(outcome: Outcome) -> None:
@@ -116,8 +115,8 @@ def estimate(
         model=model,
         use_cache=not no_cache,
     )
-    outcomes = batch.run(items, worker, jobs=inputs.jobs, on_outcome=report)
+    outcomes = runner.run(items, worker, jobs=inputs.jobs, on_outcome=report)
     printer.finish(outcomes)
     if not inputs.quiet:
         click.echo(summary(outcomes, method, max_tokens), err=True)
-    raise SystemExit(batch.exit_code(outcomes))
+    raise SystemExit(exit_code(outcomes))

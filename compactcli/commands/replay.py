@@ -14,10 +14,6 @@ from typing import IO, Any
 import click
 
 from compactcli import chart, dialects, storage
-from compactcli.backends import make_summarizer
-from compactcli.batch import STDIN
-from compactcli.commands.micro import micro_options, micro_options_from
-from compactcli.commands.summarize import summarize_options
 from compactcli.errors import EXIT_CODES_HELP, USAGE, CompactError
 from compactcli.layers.micro import MicroOptions
 from compactcli.layers.replay import (
@@ -27,6 +23,7 @@ from compactcli.layers.replay import (
     Replay,
 )
 from compactcli.layers.summarize import Summarizer
+from compactcli.options import SummarizerSettings, micro_options, micro_settings, summarizer_options
 from compactcli.replay_file import (
     TIMELINE_SUFFIXES,
     Source,
@@ -36,19 +33,10 @@ from compactcli.replay_file import (
     write_output,
     write_timeline,
 )
-from compactcli.transcript import ON_INVALID
+from compactcli.transcript import ON_INVALID, STDIN
 
 ESTIMATORS = ("seed", "heuristic", "api")
 WHAT_IF_ARCHIVE = "(not archived: what-if run)"
-SUMMARIZER_OPTIONS = (
-    "backend",
-    "model",
-    "summary_tokens",
-    "max_input_tokens",
-    "timeout",
-    "max_retries",
-    "no_redact",
-)
 
 HELP = """Re-run a recorded transcript turn by turn as the agent loop would, and show when each layer
 fires.
@@ -137,34 +125,6 @@ class IntList(click.ParamType):
 INT_LIST = IntList()
 
 
-def _pick(decorator: Callable, names: tuple[str, ...], **changes: dict) -> Callable:
-    """Options of another command's decorator, by name, so that they are spelled the same;
-    `changes` sets attributes of some of them (name -> {attribute: value})."""
-    holder = decorator(lambda: None)
-    picked = [p for p in holder.__click_params__ if p.name in names]
-    for param in picked:
-        for attribute, value in changes.get(param.name, {}).items():
-            setattr(param, attribute, value)
-
-    def apply(func: Callable) -> Callable:
-        func.__click_params__ = getattr(func, "__click_params__", []) + picked  # type: ignore[attr-defined]
-        return func
-
-    return apply
-
-
-replay_micro_options = _pick(
-    micro_options,
-    ("keep", "min_chars", "preserve", "no_preserve", "placeholder", "clear_multimodal", "trigger_tokens"),
-    keep={
-        "type": INT_LIST,
-        "help": "Most recent tool results kept whole (micro). Several, comma-separated: what-if.",
-    },
-    trigger_tokens={"help": "Run micro only when the context's estimate exceeds N (0: before every call)."},
-)
-replay_summarize_options = _pick(summarize_options, SUMMARIZER_OPTIONS)
-
-
 # --- the command -------------------------------------------------------------------------------------
 
 
@@ -202,8 +162,12 @@ replay_summarize_options = _pick(summarize_options, SUMMARIZER_OPTIONS)
         "No `usage`: recorded usage measures the recorded context, not the simulated one."
     ),
 )
-@replay_micro_options
-@replay_summarize_options
+@micro_options(
+    keep_type=INT_LIST,
+    keep_help="Most recent tool results kept whole (micro). Several, comma-separated: what-if.",
+    trigger_help="Run micro only when the context's estimate exceeds N (0: before every call).",
+)
+@summarizer_options()
 @click.option(
     "--timeline", type=click.Path(dir_okay=False), default=None, help="Write the timeline (.jsonl or .csv)."
 )
@@ -237,17 +201,15 @@ def replay(
     plot: str | None,
     as_json: bool,
     quiet: bool,
+    summarizer_settings: SummarizerSettings,
     **layer: Any,
 ) -> None:
     keeps: list[int] = layer.pop("keep")
     what_if = len(threshold) > 1 or len(keeps) > 1
     _check_usage(path, what_if, timeline, output, plot)
     report = sys.stderr if output == "-" else sys.stdout
-    # The summarizer's options are the summarize command's; whatever it offers is passed on.
-    given = {name: layer.pop(name) for name in SUMMARIZER_OPTIONS if name in layer}
-    backend, model = given.pop("backend", "auto"), given.get("model")
-    given["redact"] = not given.pop("no_redact", False)
-    summarizer = make_summarizer(backend, **given)
+    backend, model = summarizer_settings.backend, summarizer_settings.model
+    summarizer = summarizer_settings.make()
     if backend == "auto" and not quiet:
         why = "an API key is set" if summarizer.name == "anthropic" else "no API key or auth token is set"
         click.echo(f"replay: summarizer {summarizer.name} (--backend auto: {why})", err=True)
@@ -262,7 +224,7 @@ def replay(
             if what_if:
                 rows = []
                 for limit, keep in combos:
-                    options = micro_options_from({**layer, "keep": keep})
+                    options = micro_settings({**layer, "keep": keep})
                     run = _new_replay(
                         dialect, count, summarizer, lambda entries: WHAT_IF_ARCHIVE, limit, options
                     )
@@ -271,7 +233,7 @@ def replay(
                 _print_what_if(source.name, dialect, estimator, summarizer, rows, as_json, quiet, report)
                 return
             limit, keep = combos[0]
-            options = micro_options_from({**layer, "keep": keep})
+            options = micro_settings({**layer, "keep": keep})
             folder = storage.default_archive_dir(source.place, Path(archive_dir) if archive_dir else None)
             run = _new_replay(dialect, count, summarizer, archiver(source, dialect, folder), limit, options)
             result = source.run(run, on_invalid)

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import click
 
-from compactcli import batch, context
-from compactcli.backends import make_summarizer
+from compactcli import context, report, runner
 from compactcli.backends.anthropic import DEFAULT_MODEL
-from compactcli.batch import BUSY, CHANGED, FAILED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome
-from compactcli.commands.common import find_inputs, stdout_carries_data
-from compactcli.commands.options import Inputs, Writes, input_options, write_options
 from compactcli.errors import EXIT_CODES_HELP
-from compactcli.layers.summarize import BACKENDS, DEFAULT_MAX_INPUT_TOKENS, DEFAULT_SUMMARY_TOKENS
-from compactcli.report import Reporter
+from compactcli.options import (
+    Inputs,
+    SummarizerSettings,
+    Writes,
+    input_options,
+    summarizer_options,
+    write_options,
+)
+from compactcli.report import BUSY, CHANGED, FAILED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome, Reporter
 from compactcli.rewrite import process
 from compactcli.summarize_file import SummarizeOptions, analyze
 
@@ -52,91 +56,59 @@ An API failure (after the SDK's retries) leaves the file untouched, with no arch
 """
 
 
-def summarize_options(func):
-    for option in reversed(
-        [
-            click.option(
-                "--keep-last",
-                type=click.IntRange(0),
-                default=0,
-                show_default=True,
-                help="Keep the last N messages after the summary (earlier if a tool call needs it).",
-            ),
-            click.option(
-                "--backend",
-                type=click.Choice(BACKENDS),
-                default="auto",
-                show_default=True,
-                help="Who writes the summary (see above).",
-            ),
-            click.option("--model", default=None, help="Model for the anthropic backend (see above)."),
-            click.option(
-                "--focus", default=None, metavar="TEXT", help="Ask the summary to keep details about TEXT."
-            ),
-            click.option(
-                "--summary-tokens",
-                type=click.IntRange(64),
-                default=DEFAULT_SUMMARY_TOKENS,
-                show_default=True,
-                help="Longest summary (max_tokens of each request).",
-            ),
-            click.option(
-                "--max-input-tokens",
-                type=click.IntRange(2_000),
-                default=DEFAULT_MAX_INPUT_TOKENS,
-                show_default=True,
-                help="Transcript tokens per request; more are summarized in parts.",
-            ),
-            click.option(
-                "--timeout",
-                type=click.FloatRange(0, min_open=True),
-                default=None,
-                help="Seconds per API attempt (default: the SDK's).",
-            ),
-            click.option(
-                "--max-retries",
-                type=click.IntRange(0),
-                default=2,
-                show_default=True,
-                help="Retries of a failed API call (the SDK's; it honours retry-after).",
-            ),
-            click.option("--no-redact", is_flag=True, help="Do not replace secrets before sending."),
-            click.option(
-                "--threshold",
-                type=click.IntRange(0),
-                default=None,
-                help="Only summarize files whose token estimate exceeds N (default: every file).",
-            ),
-            click.option(
-                "--method",
-                type=click.Choice(context.METHODS),
-                default=context.DEFAULT_METHOD,
-                show_default=True,
-                help="How --threshold counts tokens (as `estimate --method`).",
-            ),
-            click.option(
-                "--batch",
-                "use_batch",
-                is_flag=True,
-                help="Send all files as one Message Batch (half the price), wait, then apply.",
-            ),
-            click.option(
-                "--batch-id",
-                default=None,
-                metavar="ID",
-                help="Apply the results of an earlier --batch (same PATHS and options).",
-            ),
-            click.option(
-                "--poll-interval",
-                type=click.FloatRange(0),
-                default=30.0,
-                show_default=True,
-                help="Seconds between polls of a --batch.",
-            ),
-        ]
-    ):
-        func = option(func)
-    return func
+def summarize_options() -> Callable:
+    """summarize's own options (the summarizer's are `summarizer_options`)."""
+    options = [
+        click.option(
+            "--keep-last",
+            type=click.IntRange(0),
+            default=0,
+            show_default=True,
+            help="Keep the last N messages after the summary (earlier if a tool call needs it).",
+        ),
+        click.option(
+            "--focus", default=None, metavar="TEXT", help="Ask the summary to keep details about TEXT."
+        ),
+        click.option(
+            "--threshold",
+            type=click.IntRange(0),
+            default=None,
+            help="Only summarize files whose token estimate exceeds N (default: every file).",
+        ),
+        click.option(
+            "--method",
+            type=click.Choice(context.METHODS),
+            default=context.DEFAULT_METHOD,
+            show_default=True,
+            help="How --threshold counts tokens (as `estimate --method`).",
+        ),
+        click.option(
+            "--batch",
+            "use_batch",
+            is_flag=True,
+            help="Send all files as one Message Batch (half the price), wait, then apply.",
+        ),
+        click.option(
+            "--batch-id",
+            default=None,
+            metavar="ID",
+            help="Apply the results of an earlier --batch (same PATHS and options).",
+        ),
+        click.option(
+            "--poll-interval",
+            type=click.FloatRange(0),
+            default=30.0,
+            show_default=True,
+            help="Seconds between polls of a --batch.",
+        ),
+    ]
+
+    def apply(func: Callable) -> Callable:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return apply
 
 
 class SummarizeReporter(Reporter):
@@ -182,44 +154,32 @@ def describe(outcome: Outcome) -> str:
 
 
 def summary_line(outcomes: list[Outcome], check: bool) -> str:
-    line = batch.summary(outcomes, verb="summarized", check=check)
+    line = report.summary(outcomes, verb="summarized", check=check)
     redacted = sum(o.stats.get("redacted", 0) for o in outcomes)
     return line + (f", {redacted} secrets redacted" if redacted else "")
 
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
-@input_options
-@write_options
-@summarize_options
+@input_options()
+@write_options()
+@summarizer_options()
+@summarize_options()
 def summarize(
     inputs: Inputs,
     writes: Writes,
+    summarizer_settings: SummarizerSettings,
     keep_last,
-    backend,
-    model,
     focus,
-    summary_tokens,
-    max_input_tokens,
-    timeout,
-    max_retries,
-    no_redact,
     threshold,
     method,
     use_batch,
     batch_id,
     poll_interval,
 ):
-    items = find_inputs(inputs.paths, inputs.glob, writes.archive_dir, writes.output)
+    items = runner.find_inputs(inputs.paths, inputs.glob, writes.archive_dir, writes.output)
     preview = writes.preview
-    summarizer = make_summarizer(
-        backend,
-        model=model,
-        summary_tokens=summary_tokens,
-        timeout=timeout,
-        max_input_tokens=max_input_tokens,
-        max_retries=max_retries,
-        redact=not no_redact,
-    )
+    summarizer = summarizer_settings.make()
+    backend = summarizer_settings.backend
     if (use_batch or batch_id) and summarizer.name != "anthropic":
         raise click.UsageError(
             "--batch needs the anthropic backend (set ANTHROPIC_API_KEY or pass --backend)"
@@ -232,9 +192,9 @@ def summarize(
         "backend": summarizer.name,
         "model": getattr(summarizer, "model", None),
         "focus": focus,
-        "summary_tokens": summary_tokens,
-        "max_input_tokens": max_input_tokens,
-        "redact": not no_redact,
+        "summary_tokens": summarizer_settings.summary_tokens,
+        "max_input_tokens": summarizer_settings.max_input_tokens,
+        "redact": not summarizer_settings.no_redact,
         "threshold": threshold,
         "method": method,
     }
@@ -247,13 +207,13 @@ def summarize(
         on_invalid=inputs.on_invalid,
         estimator=context.estimator(method) if threshold is not None else None,
     )
-    stdout_has_data = stdout_carries_data(items, writes.output)
+    stdout_has_data = runner.stdout_carries_data(items, writes.output)
     reporter = SummarizeReporter(
         verbose=inputs.verbose, quiet=inputs.quiet, as_json=inputs.as_json, stdout_has_data=stdout_has_data
     )
     reporter.check = writes.check
     if (use_batch or batch_id) and not preview:
-        from compactcli.summarize_file import run_batch
+        from compactcli.message_batch import run_batch
 
         outcomes = run_batch(
             items,
@@ -266,9 +226,9 @@ def summarize(
         )
     else:
         worker = partial(process, settings=settings, analyze=file_analyze)
-        outcomes = batch.run(items, worker, jobs=inputs.jobs, on_outcome=reporter.outcome)
+        outcomes = runner.run(items, worker, jobs=inputs.jobs, on_outcome=reporter.outcome)
     reporter.summary(summary_line(outcomes, preview))
-    raise SystemExit(batch.exit_code(outcomes))
+    raise SystemExit(report.exit_code(outcomes))
 
 
 def _backend_line(requested: str, summarizer) -> str:

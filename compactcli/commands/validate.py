@@ -7,13 +7,11 @@ from typing import BinaryIO
 
 import click
 
-from compactcli import batch, dialects
-from compactcli.batch import FAILED, Outcome
-from compactcli.commands.common import find_inputs
-from compactcli.commands.options import Inputs, input_options
+from compactcli import dialects, runner
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP
 from compactcli.layers.validate import RULES, Validator
-from compactcli.report import Reporter
+from compactcli.options import Inputs, input_options
+from compactcli.report import FAILED, Outcome, Reporter, exit_code
 from compactcli.transcript import detect_dialect, open_input, read_lines
 
 VALID, INVALID = "valid", "invalid"
@@ -95,9 +93,9 @@ Accepted on purpose:
 
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
-@input_options
+@input_options()
 def validate(inputs: Inputs):
-    items = find_inputs(inputs.paths, inputs.glob)
+    items = runner.find_inputs(inputs.paths, inputs.glob)
     reporter = Reporter(verbose=inputs.verbose, quiet=inputs.quiet, as_json=inputs.as_json)
 
     def report(outcome: Outcome) -> None:
@@ -107,6 +105,6 @@ def validate(inputs: Inputs):
         reporter.outcome(outcome)
 
     worker = partial(check_file, fmt=inputs.fmt, on_invalid=inputs.on_invalid)
-    outcomes = batch.run(items, worker, jobs=inputs.jobs, on_outcome=report)
+    outcomes = runner.run(items, worker, jobs=inputs.jobs, on_outcome=report)
     reporter.summary(summary(outcomes))
-    raise SystemExit(batch.exit_code(outcomes))
+    raise SystemExit(exit_code(outcomes))

@@ -1,41 +1,42 @@
-"""Batch runs: find the transcripts, process them (in parallel with --jobs), report, pick the exit code."""
+"""Running a command over many files: find the transcripts, then process each (in parallel with --jobs).
+
+Each file ends as one `report.Outcome`; an error in one file never stops the others.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import click
+
 from compactcli import errors
+from compactcli.report import BUSY, FAILED, Outcome
 from compactcli.transcript import STDIN
 
 ARCHIVE_DIR_NAME = ".transcripts"
 
-CHANGED, UNCHANGED, WOULD_CHANGE, FAILED, BUSY, SKIPPED = (
-    "changed",
-    "unchanged",
-    "would-change",
-    "failed",
-    "busy",
-    "skipped",
-)
 
-# When files end differently, the exit code is the most serious one.
-_SEVERITY = [errors.IO_ERR, errors.DATA_ERR, errors.UNAVAILABLE, errors.BUSY, errors.CHECK_FAILED]
+def find_inputs(
+    paths: tuple[str, ...], glob: str, archive_dir: str | None = None, output: str | None = None
+) -> list[str]:
+    """The files to process; usage errors (exit 2) for inputs and -o that do not go together."""
+    items = discover(paths, glob, Path(archive_dir) if archive_dir else None)
+    if output is not None and len(items) != 1:
+        raise click.UsageError(f"-o/--output takes exactly one input file, got {len(items)}")
+    same_file = output not in (None, STDIN) and items[0] != STDIN
+    if same_file and Path(output).resolve() == Path(items[0]).resolve():
+        raise click.UsageError("-o names the input itself: leave -o out to rewrite in place (archived)")
+    if STDIN in items and len(items) > 1:
+        raise click.UsageError("'-' (stdin) cannot be combined with other inputs")
+    return items
 
 
-@dataclass
-class Outcome:
-    path: str
-    status: str
-    exit_code: int = errors.OK
-    message: str = ""
-    stats: dict = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v not in ("", {})}
+def stdout_carries_data(items: list[str], output: str | None) -> bool:
+    """Whether results go to stdout (then --json reports go to stderr)."""
+    return output == STDIN or (STDIN in items and output is None)
 
 
 def discover(paths: Iterable[str], glob: str, archive_dir: Path | None = None) -> list[str]:
@@ -58,7 +59,7 @@ def discover(paths: Iterable[str], glob: str, archive_dir: Path | None = None) -
 
 def _walk(root: Path, glob: str, skip_dirs: set[str], skip_exact: set[Path]) -> Iterator[str]:
     # A folder that cannot be searched is handed on as an item, so that it fails the run (see
-    # _guarded) instead of being skipped without a word.
+    # run_one) instead of being skipped without a word.
     unlisted: list[str] = []
     for dirpath, dirnames, _ in os.walk(root, onerror=lambda exc: unlisted.append(str(exc.filename))):
         yield from unlisted
@@ -103,18 +104,19 @@ def run(
             from concurrent.futures import ProcessPoolExecutor  # costs 20 ms of start-up; only here
 
             with ProcessPoolExecutor(max_workers=jobs) as pool:
-                for outcome in pool.map(_guarded, [worker] * len(items), items):
+                for outcome in pool.map(run_one, [worker] * len(items), items):
                     record(outcome)
         else:
             for item in items:
-                record(_guarded(worker, item))
+                record(run_one(worker, item))
     finally:
         if bar is not None:
             bar.close()
     return outcomes
 
 
-def _guarded(worker: Callable[[str], Outcome], item: str) -> Outcome:
+def run_one(worker: Callable[[str], Outcome], item: str) -> Outcome:
+    """`worker(item)`, with a documented error turned into that item's failed (or busy) outcome."""
     if item != STDIN and os.path.isdir(item):
         return _unsearchable(item)
     try:
@@ -137,25 +139,3 @@ def _unsearchable(folder: str) -> Outcome:
     except OSError as exc:
         reason = exc.strerror or str(exc)
     return Outcome(folder, FAILED, errors.IO_ERR, f"{folder}: cannot search folder: {reason}")
-
-
-def exit_code(outcomes: Iterable[Outcome]) -> int:
-    codes = {o.exit_code for o in outcomes}
-    for code in _SEVERITY:
-        if code in codes:
-            return code
-    return errors.OK
-
-
-def summary(outcomes: list[Outcome], *, verb: str = "compacted", check: bool = False) -> str:
-    """One line such as `3 files compacted, 5 unchanged, 1 failed`."""
-    counts: dict[str, int] = {}
-    for outcome in outcomes:
-        counts[outcome.status] = counts.get(outcome.status, 0) + 1
-    changed = counts.get(WOULD_CHANGE if check else CHANGED, 0)
-    head = f"{changed} file{'s' if changed != 1 else ''} {'would be ' if check else ''}{verb}"
-    parts = [head, f"{counts.get(UNCHANGED, 0)} unchanged"]
-    for status, label in ((SKIPPED, "skipped"), (BUSY, "busy"), (FAILED, "failed")):
-        if counts.get(status):
-            parts.append(f"{counts[status]} {label}")
-    return ", ".join(parts)

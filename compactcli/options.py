@@ -1,0 +1,306 @@
+"""Option groups shared by the commands, so that every command spells an option the same way.
+
+Each group is a factory returning a click decorator: `input_options()`, `write_options()`,
+`micro_options()`, `summarizer_options()`. A command module imports these, never another command
+module. A group imports what its defaults need only when it is used, so that a command does not load
+another's layers (and nothing of the anthropic SDK) just to build its --help.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import click
+
+from compactcli import dialects
+from compactcli.transcript import ON_INVALID
+
+if TYPE_CHECKING:
+    from compactcli.layers.micro import MicroOptions
+    from compactcli.layers.summarize import Summarizer
+    from compactcli.rewrite import FileSettings
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What `input_options` gathered: which files, how to read them, how to report."""
+
+    paths: tuple[str, ...]
+    glob: str
+    fmt: str | None
+    on_invalid: str
+    jobs: int
+    verbose: bool
+    quiet: bool
+    as_json: bool
+
+
+@dataclass(frozen=True)
+class Writes:
+    """What `write_options` gathered: where results go and whether to write at all."""
+
+    output: str | None
+    archive_dir: str | None
+    check: bool
+    diff: bool
+    dry_run: bool
+    min_age: float
+
+    @property
+    def preview(self) -> bool:
+        return self.check or self.diff or self.dry_run
+
+    def settings(self, command: str, options: dict) -> FileSettings:
+        from compactcli.rewrite import FileSettings  # only commands that write load rewrite and storage
+
+        return FileSettings(
+            command=command,
+            options=options,
+            output=self.output,
+            archive_dir=self.archive_dir,
+            check=self.check,
+            diff=self.diff,
+            dry_run=self.dry_run,
+            min_age=self.min_age,
+        )
+
+
+def _decorated(func, decorators: list):
+    """`func` under `decorators`, listed top to bottom as they would be written above a def."""
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def _gathered(func, name: str, cls):
+    """Call `func` with the options of `cls` passed as one `name=cls(...)` argument."""
+    fields = tuple(cls.__dataclass_fields__)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        kwargs[name] = cls(**{field: kwargs.pop(field) for field in fields})
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def input_options(*, format_is_dialect: bool = True) -> Callable:
+    """Paths, discovery, dialect and bad-input handling.
+
+    The dialect is `--dialect`; `--format` names it too (as DESIGN.md spells it), except in commands
+    whose `--format` is their output format (estimate).
+    """
+    dialect_flags = ("--dialect", "--format") if format_is_dialect else ("--dialect",)
+    options = [
+        click.argument("paths", nargs=-1, required=True, type=click.Path(allow_dash=True, exists=True)),
+        click.option(
+            "--glob", "glob", default="*.jsonl", show_default=True, help="Files to pick in folders."
+        ),
+        click.option(
+            *dialect_flags,
+            "fmt",
+            type=click.Choice(dialects.NAMES),
+            default=None,
+            help="Transcript dialect (default: detected per file).",
+        ),
+        click.option(
+            "--on-invalid",
+            type=click.Choice(ON_INVALID),
+            default="error",
+            show_default=True,
+            help="error: a bad line fails its file (exit 65); keep: pass bad lines through unchanged.",
+        ),
+        click.option("-j", "--jobs", type=click.IntRange(1), default=1, show_default=True),
+        click.option("-v", "--verbose", is_flag=True, help="A line per file on stderr."),
+        click.option("-q", "--quiet", is_flag=True, help="No summary line."),
+        click.option("--json", "as_json", is_flag=True, help="One JSON object per file (stdout)."),
+    ]
+    return lambda func: _decorated(_gathered(func, "inputs", Inputs), options)
+
+
+def write_options() -> Callable:
+    """Where results go and how carefully."""
+    options = [
+        click.option(
+            "-o",
+            "--output",
+            type=click.Path(allow_dash=True, dir_okay=False),
+            default=None,
+            help="Write to this file ('-' = stdout) instead of in place; one input only.",
+        ),
+        click.option(
+            "--archive-dir",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Where originals are archived (default: .transcripts/ beside each file).",
+        ),
+        click.option("--check", is_flag=True, help="Change nothing; exit 1 if something would change."),
+        click.option("--diff", is_flag=True, help="Change nothing; print a unified diff."),
+        click.option("--dry-run", is_flag=True, help="Change nothing; list what would change."),
+        click.option(
+            "--min-age",
+            type=click.FloatRange(0),
+            default=0,
+            help="Skip files modified less than SECONDS ago (an agent may still be writing).",
+        ),
+    ]
+    return lambda func: _decorated(_gathered(func, "writes", Writes), options)
+
+
+MICRO_OPTION_NAMES = (
+    "keep",
+    "min_chars",
+    "preserve",
+    "no_preserve",
+    "placeholder",
+    "clear_multimodal",
+    "trigger_tokens",
+)
+
+
+def micro_options(
+    *, keep_type: click.ParamType | None = None, keep_help: str | None = None, trigger_help: str | None = None
+) -> Callable:
+    """Layer 1's options (micro, and replay's simulated micro); `micro_settings` turns them into
+    MicroOptions. `keep_type`/`keep_help`/`trigger_help` let replay take several --keep values."""
+    from compactcli.layers.micro import DEFAULT_PLACEHOLDER
+
+    options = [
+        click.option(
+            "--keep",
+            type=keep_type or click.IntRange(0),
+            default=3,
+            show_default=True,
+            help=keep_help or "Most recent tool results kept whole, per conversation.",
+        ),
+        click.option(
+            "--min-chars",
+            type=click.IntRange(0),
+            default=100,
+            show_default=True,
+            help="Results of at most this many characters are kept.",
+        ),
+        click.option(
+            "--preserve",
+            multiple=True,
+            metavar="TOOL",
+            help="Tool whose results are kept (repeatable; replaces the default read_file, Read).",
+        ),
+        click.option("--no-preserve", is_flag=True, help="Preserve no tool."),
+        click.option(
+            "--placeholder",
+            default=DEFAULT_PLACEHOLDER,
+            show_default=True,
+            help="What a cleared result becomes; {tool_name} is filled in.",
+        ),
+        click.option(
+            "--clear-multimodal",
+            is_flag=True,
+            help="Also clear results whose content is a list of blocks.",
+        ),
+        click.option(
+            "--trigger-tokens",
+            type=click.IntRange(0),
+            default=0,
+            show_default=True,
+            help=trigger_help or "Leave files whose token estimate is at most N alone (0: always apply).",
+        ),
+    ]
+    return lambda func: _decorated(func, options)
+
+
+def micro_settings(given: dict) -> MicroOptions:
+    """MicroOptions from the values of `micro_options` (by option name)."""
+    from compactcli.layers.micro import DEFAULT_PRESERVE, MicroOptions
+
+    if given["no_preserve"]:
+        preserve: frozenset[str] = frozenset()
+    elif given["preserve"]:
+        preserve = frozenset(given["preserve"])
+    else:
+        preserve = DEFAULT_PRESERVE
+    return MicroOptions(
+        keep=given["keep"],
+        min_chars=given["min_chars"],
+        preserve=preserve,
+        placeholder=given["placeholder"],
+        clear_multimodal=given["clear_multimodal"],
+        trigger_tokens=given["trigger_tokens"],
+    )
+
+
+@dataclass(frozen=True)
+class SummarizerSettings:
+    """What `summarizer_options` gathered: who writes summaries and how."""
+
+    backend: str
+    model: str | None
+    summary_tokens: int
+    max_input_tokens: int
+    timeout: float | None
+    max_retries: int
+    no_redact: bool
+
+    def make(self) -> Summarizer:
+        """The summarizer (`auto` resolved); nothing is sent, and the SDK is not imported, before its
+        first call."""
+        from compactcli.backends import make_summarizer
+
+        return make_summarizer(
+            self.backend,
+            model=self.model,
+            summary_tokens=self.summary_tokens,
+            timeout=self.timeout,
+            max_input_tokens=self.max_input_tokens,
+            max_retries=self.max_retries,
+            redact=not self.no_redact,
+        )
+
+
+def summarizer_options() -> Callable:
+    """Who writes summaries (summarize, and replay's simulated compactions), gathered as
+    `summarizer_settings=SummarizerSettings(...)`."""
+    from compactcli.layers.summarize import BACKENDS, DEFAULT_MAX_INPUT_TOKENS, DEFAULT_SUMMARY_TOKENS
+
+    options = [
+        click.option(
+            "--backend",
+            type=click.Choice(BACKENDS),
+            default="auto",
+            show_default=True,
+            help="Who writes the summary (see above).",
+        ),
+        click.option("--model", default=None, help="Model for the anthropic backend (see above)."),
+        click.option(
+            "--summary-tokens",
+            type=click.IntRange(64),
+            default=DEFAULT_SUMMARY_TOKENS,
+            show_default=True,
+            help="Longest summary (max_tokens of each request).",
+        ),
+        click.option(
+            "--max-input-tokens",
+            type=click.IntRange(2_000),
+            default=DEFAULT_MAX_INPUT_TOKENS,
+            show_default=True,
+            help="Transcript tokens per request; more are summarized in parts.",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(0, min_open=True),
+            default=None,
+            help="Seconds per API attempt (default: the SDK's).",
+        ),
+        click.option(
+            "--max-retries",
+            type=click.IntRange(0),
+            default=2,
+            show_default=True,
+            help="Retries of a failed API call (the SDK's; it honours retry-after).",
+        ),
+        click.option("--no-redact", is_flag=True, help="Do not replace secrets before sending."),
+    ]
+    return lambda func: _decorated(_gathered(func, "summarizer_settings", SummarizerSettings), options)
