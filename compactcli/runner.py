@@ -17,6 +17,9 @@ from compactcli.report import BUSY, FAILED, Outcome
 from compactcli.transcript import STDIN
 
 ARCHIVE_DIR_NAME = ".transcripts"
+MANIFEST_NAME = "manifest.jsonl"
+# keys every manifest line holds (storage.ArchiveRecord); storage is not imported for --help speed
+_MANIFEST_KEYS = (b'"source"', b'"sha256_before"', b'"archive"')
 
 
 def find_inputs(
@@ -40,16 +43,19 @@ def stdout_carries_data(items: list[str], output: str | None) -> bool:
 
 
 def discover(paths: Iterable[str], glob: str, archive_dir: Path | None = None) -> list[str]:
-    """Files to process, in a stable order. Folders are searched recursively, skipping archive folders."""
-    skip_dirs = {ARCHIVE_DIR_NAME}
+    """Files to process, in a stable order. Folders are searched recursively; archive folders (the
+    default `.transcripts`, the given `archive_dir`, any folder holding a compactcli manifest) are
+    never entered: their archives and manifest are not transcripts to compact or count."""
     skip_exact = {archive_dir.resolve()} if archive_dir else set()
     found: list[str] = []
     seen: set[str] = set()
     for given in paths:
         if given == STDIN or not os.path.isdir(given):
             candidates: Iterable[str] = [given]
+        elif _is_archive_dir(Path(given), skip_exact):
+            candidates = []
         else:
-            candidates = _walk(Path(given), glob, skip_dirs, skip_exact)
+            candidates = _walk(Path(given), glob, skip_exact)
         for candidate in candidates:
             if candidate not in seen:
                 seen.add(candidate)
@@ -57,16 +63,31 @@ def discover(paths: Iterable[str], glob: str, archive_dir: Path | None = None) -
     return found
 
 
-def _walk(root: Path, glob: str, skip_dirs: set[str], skip_exact: set[Path]) -> Iterator[str]:
+def _is_archive_dir(folder: Path, skip_exact: set[Path]) -> bool:
+    if folder.name == ARCHIVE_DIR_NAME or folder.resolve() in skip_exact:
+        return True
+    return _holds_compactcli_manifest(folder / MANIFEST_NAME)
+
+
+def _holds_compactcli_manifest(manifest: Path) -> bool:
+    """A `manifest.jsonl` that compactcli wrote: its first line names the fields of an archive record.
+    Only the first bytes are read; another tool's file of that name leaves its folder searched."""
+    try:
+        with open(manifest, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return all(key in head for key in _MANIFEST_KEYS)
+
+
+def _walk(root: Path, glob: str, skip_exact: set[Path]) -> Iterator[str]:
     # A folder that cannot be searched is handed on as an item, so that it fails the run (see
     # run_one) instead of being skipped without a word.
     unlisted: list[str] = []
     for dirpath, dirnames, _ in os.walk(root, onerror=lambda exc: unlisted.append(str(exc.filename))):
         yield from unlisted
         unlisted.clear()
-        dirnames[:] = sorted(
-            d for d in dirnames if d not in skip_dirs and (Path(dirpath) / d).resolve() not in skip_exact
-        )
+        dirnames[:] = sorted(d for d in dirnames if not _is_archive_dir(Path(dirpath) / d, skip_exact))
         for match in sorted(Path(dirpath).glob(glob)):
             # Temp files of an interrupted replace start with a dot; they are not transcripts.
             if match.is_file() and not match.name.startswith("."):
