@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 
 import click
@@ -17,12 +18,13 @@ COMMANDS = {
     "replay": "replay",
     "validate": "validate",
     "restore": "restore",
+    "config": "config",
 }
 
 
 class LazyGroup(click.Group):
     """Imports a command's module only when that command is asked for: `compactcli micro` need not pay
-    for summarize's or estimate's imports."""
+    for summarize's or estimate's imports. A mistyped command name gets a suggestion, as git does."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -33,15 +35,60 @@ class LazyGroup(click.Group):
             return None
         return getattr(importlib.import_module(f"compactcli.commands.{module}"), name)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            close = difflib.get_close_matches(args[0], COMMANDS, n=1) if args else []
+            if close:
+                exc.message = f"{exc.message}\n\nDid you mean '{close[0]}'?"
+            raise
+
+
+EPILOG = f"""\b
+Examples:
+  compactcli estimate ~/.claude/projects
+  compactcli micro --check transcripts/
+  compactcli COMMAND --help
+
+Settings: [tool.compactcli] in the nearest pyproject.toml, or compactcli.toml,
+or --config FILE; `compactcli config` shows the values in force.
+
+\b
+Shell completion (bash; zsh_source or fish_source for zsh or fish):
+  eval "$(_COMPACTCLI_COMPLETE=bash_source compactcli)"
+
+{EXIT_CODES_HELP}"""
+
 
 @click.group(
     cls=LazyGroup,
-    epilog=EXIT_CODES_HELP,
+    invoke_without_command=True,
+    epilog=EPILOG,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.version_option(__version__, prog_name="compactcli")
-def cli() -> None:
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, exists=True),
+    metavar="FILE",
+    help="Settings file (default: the nearest compactcli.toml or pyproject.toml with [tool.compactcli]).",
+)
+@click.version_option(__version__, "-V", "--version", prog_name="compactcli")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None) -> None:
     """Compact saved LLM-agent transcripts (JSONL): Anthropic Messages, Claude Code logs, OpenAI chat."""
+    if ctx.invoked_subcommand is None:
+        # Bare `compactcli` asks what the tool does: help, exit 0 (as git, pip and sqlite-utils do).
+        click.echo(ctx.get_help())
+        ctx.exit(0)
+    from compactcli import config
+
+    settings = config.load(config_path)
+    ctx.obj = settings
+    name = ctx.invoked_subcommand
+    command = ctx.command.get_command(ctx, name)
+    ctx.default_map = {name: config.defaults_for(settings, name, command)}
 
 
 def main() -> None:

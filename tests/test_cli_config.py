@@ -1,0 +1,151 @@
+"""Configuration files through the installed command (docs/design.md 4, "Configuration"): where the
+file is found, per-command tables, precedence file < environment < command line, errors that name
+the file, and `compactcli config` showing each value's source."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+USAGE = 2
+
+
+def compactcli(*args: object, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    script = Path(sys.executable).with_name("compactcli")
+    return subprocess.run(
+        [str(script), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project folder holding the OpenAI sample: micro with the default --keep 3 would clear results
+    in it, with --keep 100 it clears nothing."""
+    shutil.copy(SAMPLES / "openai" / "session.jsonl", tmp_path / "t.jsonl")
+    return tmp_path
+
+
+def would_compact(run: subprocess.CompletedProcess) -> bool:
+    """micro --check: exit 1 when something would change, 0 when nothing would."""
+    assert run.returncode in (0, 1), run.stderr
+    return run.returncode == 1
+
+
+def test_the_sample_is_one_micro_would_change(project: Path) -> None:
+    assert would_compact(compactcli("micro", "--check", "t.jsonl", cwd=project))
+    assert not would_compact(compactcli("micro", "--check", "--keep", "100", "t.jsonl", cwd=project))
+
+
+def test_pyproject_settings_apply_and_the_command_line_wins(project: Path) -> None:
+    (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.compactcli]\nkeep = 100\n')
+    assert not would_compact(compactcli("micro", "--check", "t.jsonl", cwd=project))
+    assert would_compact(compactcli("micro", "--check", "--keep", "3", "t.jsonl", cwd=project))
+
+
+def test_the_nearest_file_above_the_current_folder_is_used(project: Path) -> None:
+    (project / "pyproject.toml").write_text("[tool.compactcli]\nkeep = 100\n")
+    below = project / "a" / "b"
+    below.mkdir(parents=True)
+    assert not would_compact(compactcli("micro", "--check", project / "t.jsonl", cwd=below))
+
+
+def test_a_pyproject_without_the_table_is_passed_over(project: Path) -> None:
+    (project / "compactcli.toml").write_text("keep = 100\n")
+    inner = project / "inner"
+    inner.mkdir()
+    (inner / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
+    assert not would_compact(compactcli("micro", "--check", project / "t.jsonl", cwd=inner))
+
+
+def test_a_command_table_wins_over_the_shared_keys(project: Path) -> None:
+    (project / "compactcli.toml").write_text("keep = 3\n\n[micro]\nkeep = 100\n")
+    assert not would_compact(compactcli("micro", "--check", "t.jsonl", cwd=project))
+
+
+def test_compactcli_toml_wins_over_pyproject_in_the_same_folder(project: Path) -> None:
+    (project / "pyproject.toml").write_text("[tool.compactcli]\nkeep = 3\n")
+    (project / "compactcli.toml").write_text("keep = 100\n")
+    assert not would_compact(compactcli("micro", "--check", "t.jsonl", cwd=project))
+
+
+def test_config_option_names_a_file(project: Path) -> None:
+    settings = project / "elsewhere" / "team.toml"
+    settings.parent.mkdir()
+    settings.write_text("[tool.compactcli.micro]\nkeep = 100\n")
+    assert not would_compact(compactcli("--config", settings, "micro", "--check", "t.jsonl", cwd=project))
+
+
+def test_keys_are_option_names_even_where_the_parameter_is_named_otherwise(project: Path) -> None:
+    (project / "compactcli.toml").write_text('[estimate]\nformat = "csv"\nmax-tokens = 1\n')
+    run = compactcli("estimate", "t.jsonl", cwd=project)
+    assert run.returncode == 1  # over max-tokens = 1
+    assert run.stdout.splitlines()[0].startswith("path,") or "," in run.stdout.splitlines()[0]
+    assert "tokens" in run.stdout.splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("kep = 100\n", "kep"),
+        ("[micro]\nmodel = 'x'\n", "model"),
+        ("[micro]\nkeep = 'many'\n", "keep"),
+        ("[micro]\npreserve = 'Bash'\n", "preserve"),
+        ("keep = \n", "not valid TOML"),
+    ],
+)
+def test_a_bad_setting_is_a_usage_error_naming_the_file(project: Path, text: str, named: str) -> None:
+    (project / "compactcli.toml").write_text(text)
+    run = compactcli("config", cwd=project)
+    assert run.returncode == USAGE
+    assert "compactcli.toml" in run.stderr
+    assert named in run.stderr
+    if named != "kep":  # an unknown shared key fails `config`; a command just takes what it knows
+        micro = compactcli("micro", "--check", "t.jsonl", cwd=project)
+        assert micro.returncode == USAGE
+        assert "compactcli.toml" in micro.stderr
+
+
+def test_model_precedence_file_then_environment_then_command_line(project: Path, fake_api) -> None:
+    (project / "compactcli.toml").write_text('model = "model-from-file"\n')
+    estimate = ["estimate", "--method", "api", "--no-cache", "t.jsonl"]
+
+    def model_sent(*extra: str, **env: str) -> str:
+        run = compactcli(*estimate, *extra, cwd=project, env=fake_api.env(**env))
+        assert run.returncode == 0, run.stderr
+        return fake_api.calls("count_tokens")[-1].body["model"]
+
+    assert model_sent() == "model-from-file"
+    assert model_sent(COMPACTCLI_MODEL="model-from-env") == "model-from-env"
+    assert model_sent("--model", "model-from-flag", COMPACTCLI_MODEL="model-from-env") == "model-from-flag"
+
+
+def test_config_shows_each_value_and_its_source(project: Path) -> None:
+    (project / "pyproject.toml").write_text(
+        '[tool.compactcli]\nkeep = 7\nmodel = "m-file"\n\n[tool.compactcli.micro]\nmin-chars = 50\n'
+    )
+    env = dict(os.environ, COMPACTCLI_MODEL="m-env")
+    run = compactcli("config", "--json", "micro", "summarize", cwd=project, env=env)
+    assert run.returncode == 0, run.stderr
+    rows = {(r["command"], r["option"]): r for r in map(json.loads, run.stdout.splitlines())}
+    pyproject = str(project / "pyproject.toml")
+    assert rows["micro", "--keep"] == {
+        "command": "micro",
+        "option": "--keep",
+        "value": 7,
+        "source": f"{pyproject} [tool.compactcli]",
+    }
+    assert rows["micro", "--min-chars"]["source"] == f"{pyproject} [tool.compactcli.micro]"
+    assert rows["micro", "--min-chars"]["value"] == 50
+    assert rows["micro", "--placeholder"]["source"] == "default"
+    assert rows["summarize", "--model"]["value"] == "m-env"
+    assert rows["summarize", "--model"]["source"] == "environment $COMPACTCLI_MODEL"
+    text = compactcli("config", "micro", cwd=project)
+    assert f"configuration file: {pyproject}" in text.stdout
+    assert any(line.split()[:2] == ["micro", "--keep"] and "7" in line for line in text.stdout.splitlines())
