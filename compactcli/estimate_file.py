@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-from compactcli import dialects
 from compactcli.context import ContextCounter, TokenCache
 from compactcli.errors import CHECK_FAILED, OK
 from compactcli.layers.estimate import is_over, share
 from compactcli.report import Outcome
-from compactcli.transcript import detect_dialect, open_input, read_lines
+from compactcli.transcript import dialect_for, open_input, read_lines
 
 OUTPUT_FORMATS = ("table", "json", "csv", "github")
 UNDER, OVER, NO_USAGE = "ok", "over", "no-usage"
@@ -32,7 +31,7 @@ def estimate_stream(
     use_cache: bool = True,
 ) -> Outcome:
     """Count one open, seekable file; its lines are read once, in order."""
-    dialect = dialects.get(fmt or detect_dialect(source))
+    dialect = dialect_for(source, path, fmt)
     cache = TokenCache.default() if use_cache else None
     counter = ContextCounter(dialect, method, detail=True, top=top, model=model, cache=cache)
     size = lines = unreadable = 0

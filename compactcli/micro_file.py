@@ -16,10 +16,9 @@ from typing import BinaryIO
 
 import orjson
 
-from compactcli import dialects
 from compactcli.dialects import Dialect
 from compactcli.layers.micro import MicroIndex, MicroOptions, Plan, apply, plan
-from compactcli.transcript import Line, copy_range, detect_dialect, diff_line, dump_line, parse_line
+from compactcli.transcript import Line, copy_range, dialect_for, diff_line, dump_line, parse_line
 
 
 @dataclass
@@ -99,7 +98,7 @@ def analyze(
     estimator=None,
 ) -> MicroEdit:
     """Read the file once and decide what micro clears. `estimator(dialect)` backs --trigger-tokens."""
-    dialect = dialects.get(fmt or detect_dialect(source))
+    dialect = dialect_for(source, path, fmt)
     index = MicroIndex(dialect, placeholder=options.placeholder)
     counter = estimator(dialect) if (estimator and options.trigger_tokens) else None
     edit = MicroEdit(path, dialect, {}, on_invalid, {}, spool=tempfile.TemporaryFile())

@@ -20,7 +20,7 @@ from compactcli.layers.replay import (
     entry_bytes,
     output_entries,
 )
-from compactcli.transcript import STDIN, detect_dialect, open_input, read_lines
+from compactcli.transcript import STDIN, dialect_for, open_input, read_lines
 
 TIMELINE_SUFFIXES = (".jsonl", ".csv")
 
@@ -44,7 +44,7 @@ class Source:
 
     def dialect(self, fmt: str | None) -> dialects.Dialect:
         self.file.seek(0)
-        return dialects.get(fmt or detect_dialect(self.file))
+        return dialect_for(self.file, self.name, fmt)
 
     def run(self, replay: Replay, on_invalid: str) -> ReplayResult:
         self.file.seek(0)

@@ -33,7 +33,6 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from compactcli import dialects
 from compactcli.dialects import CLAUDE_CODE, OPENAI, Dialect
 from compactcli.dialects.claude_code import is_compact_boundary, is_sidechain
 from compactcli.errors import Unavailable
@@ -47,7 +46,7 @@ from compactcli.layers.summarize import (
     summary_records,
     summary_text,
 )
-from compactcli.transcript import copy_range, detect_dialect, diff_line, parse_line
+from compactcli.transcript import copy_range, dialect_for, diff_line, parse_line
 
 _SYSTEM_ROLES = ("system", "developer")
 
@@ -369,7 +368,7 @@ def analyze(
     compactcli.context counter factory); nothing is sent to a model here."""
     from compactcli.context import ContextCounter
 
-    dialect = dialects.get(fmt or detect_dialect(source))
+    dialect = dialect_for(source, path, fmt)
     threshold_counter = estimator(dialect) if (estimator and options.threshold is not None) else None
     heuristic = ContextCounter(dialect, "heuristic", detail=False)
     counters = [heuristic] + ([threshold_counter] if threshold_counter is not None else [])

@@ -19,7 +19,6 @@ STDIN_NAME = "<stdin>"
 # Transcript lines are long (KBs); the default 8 KiB buffer makes line iteration several times slower.
 READ_BUFFER = 1 << 20
 COPY_CHUNK = 1 << 20
-DETECT_MAX_LINES = 2000
 
 
 @dataclass(slots=True)
@@ -62,23 +61,23 @@ def dump_line(line: Line) -> bytes:
     return jsonio.dumps_like(line.record, line.raw, line.slow) + line_ending(line.raw)
 
 
-def detect_dialect(f: BinaryIO) -> str:
-    """The dialect the first lines prove; plain text messages alone fit all, so they read as anthropic."""
+def detect_dialect(f: BinaryIO, path: str = "<input>") -> str:
+    """The name of the dialect the first lines prove (docs/design.md, "Detection").
+
+    Raises BadInput (65) for a file in no dialect compactcli reads. An empty file is read as anthropic:
+    there is nothing in it to misread.
+    """
     start = f.tell()
     try:
-        for number, raw in enumerate(f, 1):
-            if number > DETECT_MAX_LINES:
-                break
-            try:
-                record, _ = jsonio.loads_object(raw)
-            except jsonio.LineError:
-                continue
-            found = dialects.vote(record)
-            if found:
-                return found
-        return dialects.ANTHROPIC.name
+        found = dialects.detect(f, path)
     finally:
         f.seek(start)
+    return (found or dialects.ANTHROPIC).name
+
+
+def dialect_for(f: BinaryIO, path: str, name: str | None) -> dialects.Dialect:
+    """The dialect `--dialect` names, else the one detected."""
+    return dialects.get(name or detect_dialect(f, path))
 
 
 def copy_range(source: BinaryIO, out: BinaryIO, start: int, end: int | None) -> None:

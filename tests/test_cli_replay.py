@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import invoke, run_cli
-from helpers.corpus import corpus_params
+from helpers.corpus import corpus_params, expectation
 
 from compactcli import dialects
 from compactcli.chart import text_chart
@@ -536,13 +536,14 @@ def _parses(raw: bytes) -> bool:
 @pytest.mark.corpus
 @pytest.mark.parametrize("original", corpus_params())
 def test_replay_on_corpus_file(original: Path, tmp_path: Path) -> None:
-    with open(original, "rb") as f:
-        from compactcli.transcript import detect_dialect
-
-        dialect = dialects.get(detect_dialect(f))
+    expect = expectation(original)
     out, archives = tmp_path / "out.jsonl", tmp_path / "archives"
     got = run(original, "--backend", "digest", "--on-invalid", "keep", "--threshold", 20_000, "-o", out,
               "--archive-dir", archives, "--json")  # fmt: skip
+    if expect.dialect is None:  # refused: tests/test_corpus.py checks the message
+        assert got.exit_code == 65 and not out.exists(), got.output + got.stderr
+        return
+    dialect = dialects.get(expect.dialect)
     assert got.exit_code == 0, got.output + got.stderr
     report = json.loads(got.stdout)
     assert report["calls"] == expected_calls(original, dialect.name)

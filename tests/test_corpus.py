@@ -77,3 +77,26 @@ def test_micro_on_corpus_file(original: Path, tmp_path: Path) -> None:
 
     again = run_cli("micro", "--on-invalid", "keep", work, cwd=tmp_path)
     assert again.returncode == 0 and work.read_bytes() == after, "micro must be idempotent"
+
+
+COMMANDS = {
+    "micro": ("micro",),
+    "summarize": ("summarize", "--backend", "digest"),
+    "estimate": ("estimate",),
+    "validate": ("validate",),
+    "replay": ("replay", "--backend", "digest", "-o", "out.jsonl"),
+}
+REFUSED = [pytest.param(path, id=name(path)) for path in corpus_files() if expectation(path).dialect is None]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("original", REFUSED)
+def test_corpus_file_in_a_format_no_dialect_reads_is_refused(original: Path, command: str, tmp_path: Path):
+    work = tmp_path / original.name
+    shutil.copyfile(original, work)
+    run = run_cli(*COMMANDS[command], "--on-invalid", "keep", work, cwd=tmp_path, text=True)
+    assert run.returncode == 65, run.stderr
+    assert f"{work}:1: not a transcript compactcli reads" in run.stderr
+    assert expectation(original).refused_as in run.stderr
+    assert work.read_bytes() == original.read_bytes()
+    assert list(tmp_path.rglob("*.jsonl")) == [work], "nothing archived or written"

@@ -7,19 +7,19 @@ from typing import BinaryIO
 
 import click
 
-from compactcli import dialects, runner
+from compactcli import runner
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP
 from compactcli.layers.validate import RULES, Validator
 from compactcli.options import Inputs, input_options
 from compactcli.report import FAILED, Outcome, Reporter, exit_code
-from compactcli.transcript import detect_dialect, open_input, read_lines
+from compactcli.transcript import dialect_for, open_input, read_lines
 
 VALID, INVALID = "valid", "invalid"
 
 
 def check_stream(source: BinaryIO, path: str, fmt: str | None, on_invalid: str) -> Outcome:
     """Validate one open, seekable file; its lines are read once, in order."""
-    dialect = dialects.get(fmt or detect_dialect(source))
+    dialect = dialect_for(source, path, fmt)
     validator = Validator(dialect)
     lines = unreadable = 0
     for line in read_lines(source, path, on_invalid):

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from compactcli.dialects.base import (
+    FITS,
+    NO,
+    PROVES,
     Dialect,
     ToolResult,
     ToolUse,
@@ -13,7 +16,11 @@ from compactcli.dialects.base import (
     scan_blocks,
     set_block_content,
 )
-from compactcli.dialects.sdk_repr import parse_sdk_repr
+from compactcli.dialects.sdk_repr import looks_like_sdk_repr, parse_sdk_repr
+
+ROLES = ("user", "assistant")
+# Blocks only the Messages API has (OpenAI content parts are text and image_url).
+_OWN_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
 
 
 def normalize_content(content: object) -> object:
@@ -30,6 +37,20 @@ def normalize_content(content: object) -> object:
 
 class AnthropicDialect(Dialect):
     name = "anthropic"
+
+    def fit(self, record: dict) -> int:
+        if record.get("role") not in ROLES or "content" not in record:
+            return NO
+        if "tool_calls" in record or "tool_call_id" in record:
+            return NO
+        content = record["content"]
+        if isinstance(content, list):
+            for block in content:
+                if looks_like_sdk_repr(block) or (
+                    isinstance(block, dict) and block.get("type") in _OWN_BLOCKS
+                ):
+                    return PROVES
+        return FITS
 
     def message(self, record: dict) -> dict | None:
         return record if "role" in record else None

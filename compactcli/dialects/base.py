@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 MAIN = "main"  # key of the main conversation; sub-agent conversations get their own keys
 
+# How well one record matches a dialect (Dialect.fit), for detection (docs/design.md, "Detection").
+NO, FITS, PROVES = 0, 1, 2
+
 
 @dataclass(slots=True)  # not frozen: frozen dataclasses cost 6x more to create, on the hot path
 class ToolResult:
@@ -27,6 +30,10 @@ class Dialect:
     """Records <-> the Anthropic-shaped message views the layers work on."""
 
     name: str = ""
+
+    def fit(self, record: dict) -> int:
+        """PROVES: only this dialect writes such a record; FITS: it could be one of ours; NO: it is not."""
+        raise NotImplementedError
 
     def message(self, record: dict) -> dict | None:
         """The API message a record carries (the same, mutable object), or None for other records."""

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 from compactcli.dialects.base import (
     MAIN,
+    NO,
+    PROVES,
     ConversationTracker,
     Dialect,
     ToolResult,
@@ -17,6 +19,20 @@ from compactcli.dialects.base import (
 )
 
 MESSAGE_TYPES = ("user", "assistant")
+# Record types Claude Code writes; newer ones (which all carry sessionId) are recognised by that key.
+RECORD_TYPES = {
+    "user",
+    "assistant",
+    "system",
+    "summary",
+    "progress",
+    "file-history-snapshot",
+    "queue-operation",
+    "attachment",
+    "permission-mode",
+    "last-prompt",
+    "custom-title",
+}
 
 
 def is_compact_boundary(record: dict) -> bool:
@@ -53,6 +69,12 @@ class SidechainTracker(ConversationTracker):
 
 class ClaudeCodeDialect(Dialect):
     name = "claude-code"
+
+    def fit(self, record: dict) -> int:
+        kind = record.get("type")
+        if not isinstance(kind, str) or "role" in record or "payload" in record:
+            return NO
+        return PROVES if kind in RECORD_TYPES or "sessionId" in record else NO
 
     def message(self, record: dict) -> dict | None:
         message = record.get("message")

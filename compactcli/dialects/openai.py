@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from compactcli.dialects.base import Dialect, ToolResult, ToolUse
+from compactcli.dialects.base import FITS, NO, PROVES, Dialect, ToolResult, ToolUse
+
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+_OWN_ROLES = ("system", "developer", "tool", "function")
 
 
 def call_name(call: dict) -> str:
@@ -49,6 +52,19 @@ def _parts_to_blocks(content: object) -> object:
 
 class OpenAIDialect(Dialect):
     name = "openai"
+
+    def fit(self, record: dict) -> int:
+        role = record.get("role")
+        if role not in ROLES:
+            return NO
+        if role in _OWN_ROLES or "tool_calls" in record or "tool_call_id" in record:
+            return PROVES
+        content = record.get("content")
+        if isinstance(content, list) and any(
+            isinstance(part, dict) and part.get("type") == "image_url" for part in content
+        ):
+            return PROVES
+        return FITS
 
     def message(self, record: dict) -> dict | None:
         return record if "role" in record else None

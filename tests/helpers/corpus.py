@@ -25,6 +25,7 @@ class Expect:
     micro_changes: whether `micro --on-invalid keep` rewrites the file (some old tool result is cleared).
     torn: lines that json.loads rejects (the owner's redactor cut them off), by 1-based number.
     tool_results: whether the file holds any tool result the dialect reads.
+    refused_as: for a refused file, the format name every command's refusal gives.
     """
 
     dialect: str | None
@@ -32,6 +33,7 @@ class Expect:
     micro_changes: bool = True
     torn: frozenset[int] = frozenset()
     tool_results: bool = True
+    refused_as: str = ""
 
     @property
     def validate_exit(self) -> int:
@@ -77,9 +79,9 @@ EXPECTED: dict[str, Expect] = {
     "claude-code/vsla-9034225e.jsonl": Expect(CC),
     "claude-code/vsla-dc7e9081.jsonl": Expect(CC),
     "claude-code/vsla-f6108699.jsonl": Expect(CC),
-    # No codex dialect yet: read as anthropic, and no line is a message.
+    # No codex dialect yet: refused by every command, its format named.
     "codex/soulpass-codex-session.jsonl": Expect(
-        "anthropic", {"not-a-message": 755}, micro_changes=False, tool_results=False
+        None, micro_changes=False, tool_results=False, refused_as="Codex CLI rollout"
     ),
     "openai-chat/hasak1y-transcript_1774924752528_auto.jsonl": Expect("openai"),
     # A manual compaction dump: every old result was already cleared by its runtime.

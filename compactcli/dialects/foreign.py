@@ -1,0 +1,57 @@
+"""Formats compactcli does not read, recognised so that a refusal can say what the file is.
+
+docs/design.md, "Detection": a file none of the dialects claims is refused (exit 65) with the file,
+its first record's keys and, where one of these recognisers knows it, the format's name.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CODEX_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+_GEMINI_TYPES = {"init", "message", "tool_use", "tool_result", "error", "result"}
+# Claude Managed Agents name persisted events `{domain}.{action}`: user.message, agent.tool_use, ...
+_MANAGED_AGENTS_TYPE = re.compile(r"^(user|agent|session|span)\.[a-z_]+$")
+_PI_TYPES = {"session", "message", "model_change", "thinking_level_change", "compaction", "branch_summary"}
+
+
+def record_format(record: dict) -> str | None:
+    """The name of the foreign format one record belongs to, or None when it is not recognised."""
+    kind = record.get("type")
+    if not isinstance(kind, str):
+        return None
+    if kind in _CODEX_TYPES and isinstance(record.get("payload"), dict):
+        return "a Codex CLI rollout"
+    if _MANAGED_AGENTS_TYPE.match(kind):
+        return "a Claude Managed Agents event log"
+    if kind == "session" and "cwd" in record and "id" in record:
+        return "a pi coding agent session"
+    if kind in _PI_TYPES and "parentId" in record and "id" in record:
+        return "a pi coding agent session"
+    if kind in _GEMINI_TYPES and _is_gemini_event(kind, record):
+        return "a Gemini CLI stream-json log"
+    return None
+
+
+def _is_gemini_event(kind: str, record: dict) -> bool:
+    if kind == "init":
+        return "model" in record and ("session_id" in record or "sessionId" in record)
+    if kind == "tool_use":
+        return "tool_id" in record or "tool_name" in record
+    if kind == "tool_result":
+        return "tool_id" in record
+    if kind == "result":
+        return "stats" in record or "status" in record
+    # message events: {"type": "message", "timestamp", "role", "content": str, "delta"?}
+    return kind == "message" and "timestamp" in record and isinstance(record.get("content"), str)
+
+
+def text_format(first_line: bytes) -> str | None:
+    """The name of a whole-file JSON format that is not JSONL, judged by its first non-blank line."""
+    head = first_line.strip().lstrip(b"\xef\xbb\xbf")
+    if head.startswith(b"["):
+        return "a JSON array, not JSONL"
+    # Called only for a line that does not parse: `{` alone, or a first member ending in a comma.
+    if head == b"{" or (head.startswith(b"{") and len(head) < 500 and head.endswith((b",", b"{", b"["))):
+        return "a pretty-printed JSON document, not JSONL"
+    return None
