@@ -5,9 +5,11 @@ Each file ends as one `report.Outcome`; an error in one file never stops the oth
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from pathlib import Path
 
 import click
@@ -107,16 +109,21 @@ def run(
     if progress is None:
         progress = sys.stderr.isatty() and len(items) > 1
     bar = None
+    printing: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(items), file=sys.stderr, unit="file", leave=False)
+        # What on_outcome prints (stdout or stderr: one terminal) goes on a line of its own: the bar
+        # is cleared first and drawn again below it.
+        printing = partial(tqdm.external_write_mode, file=sys.stderr)
     outcomes: list[Outcome] = []
 
     def record(outcome: Outcome) -> None:
         outcomes.append(outcome)
         if on_outcome:
-            on_outcome(outcome)
+            with printing():
+                on_outcome(outcome)
         if bar is not None:
             bar.update(1)
 
