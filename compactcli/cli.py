@@ -18,6 +18,7 @@ COMMANDS = {
     "replay": "replay",
     "validate": "validate",
     "restore": "restore",
+    "prune": "prune",
     "config": "config",
 }
 

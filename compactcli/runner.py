@@ -15,13 +15,9 @@ from pathlib import Path
 import click
 
 from compactcli import errors
+from compactcli.archives import is_archive_dir
 from compactcli.report import BUSY, FAILED, Outcome
 from compactcli.transcript import STDIN
-
-ARCHIVE_DIR_NAME = ".transcripts"
-MANIFEST_NAME = "manifest.jsonl"
-# keys every manifest line holds (storage.ArchiveRecord); storage is not imported for --help speed
-_MANIFEST_KEYS = (b'"source"', b'"sha256_before"', b'"archive"')
 
 
 def find_inputs(
@@ -54,7 +50,7 @@ def discover(paths: Iterable[str], glob: str, archive_dir: Path | None = None) -
     for given in paths:
         if given == STDIN or not os.path.isdir(given):
             candidates: Iterable[str] = [given]
-        elif _is_archive_dir(Path(given), skip_exact):
+        elif is_archive_dir(Path(given), skip_exact):
             candidates = []
         else:
             candidates = _walk(Path(given), glob, skip_exact)
@@ -65,23 +61,6 @@ def discover(paths: Iterable[str], glob: str, archive_dir: Path | None = None) -
     return found
 
 
-def _is_archive_dir(folder: Path, skip_exact: set[Path]) -> bool:
-    if folder.name == ARCHIVE_DIR_NAME or folder.resolve() in skip_exact:
-        return True
-    return _holds_compactcli_manifest(folder / MANIFEST_NAME)
-
-
-def _holds_compactcli_manifest(manifest: Path) -> bool:
-    """A `manifest.jsonl` that compactcli wrote: its first line names the fields of an archive record.
-    Only the first bytes are read; another tool's file of that name leaves its folder searched."""
-    try:
-        with open(manifest, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    return all(key in head for key in _MANIFEST_KEYS)
-
-
 def _walk(root: Path, glob: str, skip_exact: set[Path]) -> Iterator[str]:
     # A folder that cannot be searched is handed on as an item, so that it fails the run (see
     # run_one) instead of being skipped without a word.
@@ -89,7 +68,7 @@ def _walk(root: Path, glob: str, skip_exact: set[Path]) -> Iterator[str]:
     for dirpath, dirnames, _ in os.walk(root, onerror=lambda exc: unlisted.append(str(exc.filename))):
         yield from unlisted
         unlisted.clear()
-        dirnames[:] = sorted(d for d in dirnames if not _is_archive_dir(Path(dirpath) / d, skip_exact))
+        dirnames[:] = sorted(d for d in dirnames if not is_archive_dir(Path(dirpath) / d, skip_exact))
         for match in sorted(Path(dirpath).glob(glob)):
             # Temp files of an interrupted replace start with a dot; they are not transcripts.
             if match.is_file() and not match.name.startswith("."):

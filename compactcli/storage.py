@@ -33,10 +33,9 @@ from types import TracebackType
 from typing import BinaryIO
 
 from compactcli import __version__
+from compactcli.archives import ARCHIVE_DIR_NAME, MANIFEST_NAME
 from compactcli.errors import CHECK_FAILED, IO_ERR, Busy, CompactError
 
-ARCHIVE_DIR_NAME = ".transcripts"
-MANIFEST_NAME = "manifest.jsonl"
 _CHUNK = 1 << 20
 _NAME_ATTEMPTS = 1000
 
@@ -274,7 +273,7 @@ def _append_line(archive_dir: Path, manifest: Path, record: ArchiveRecord) -> No
     _ensure_private_dir(archive_dir)
     data = _json_line(dataclasses.asdict(record))
     created = not manifest.exists()
-    fd = os.open(manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = _open_manifest_locked(manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         if created:
             os.fchmod(fd, 0o600)  # the open mode is masked by the umask
@@ -287,6 +286,78 @@ def _append_line(archive_dir: Path, manifest: Path, record: ArchiveRecord) -> No
         os.close(fd)
     if created:
         _fsync_dir(archive_dir)
+
+
+def _open_manifest_locked(manifest: Path, flags: int) -> int:
+    """Open the manifest and hold its flock: `compactcli prune` replaces the manifest under the same
+    lock, so an append never lands in a manifest that has just been replaced (it opens the new one)."""
+    while True:
+        fd = os.open(manifest, flags | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_ino == os.stat(manifest).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def locked_manifest(archive_dir: Path) -> Iterator[bytes]:
+    """Hold the manifest's lock (no append meanwhile) and give its content; b"" when there is none."""
+    manifest = archive_dir / MANIFEST_NAME
+    with _io_errors(manifest):
+        try:
+            fd = _open_manifest_locked(manifest, os.O_RDONLY)
+        except FileNotFoundError:
+            yield b""
+            return
+        with os.fdopen(fd, "rb") as f:
+            yield f.read()
+
+
+def replace_manifest(archive_dir: Path, lines: list[bytes]) -> None:
+    """Replace the manifest with `lines` (each ending in a newline) at once: temp file, fsync, rename.
+    Call it while holding `locked_manifest`."""
+    manifest = archive_dir / MANIFEST_NAME
+    with _io_errors(manifest):
+        fd, temp = tempfile.mkstemp(prefix=".manifest.", suffix=".partial", dir=archive_dir)
+        try:
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.writelines(lines)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(temp, manifest)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        _fsync_dir(archive_dir)
+
+
+def require_private_dir(folder: Path) -> None:
+    """An existing archive folder is used only if it is a real directory (not a symlink) owned by
+    this user and not writable by group or others (docs/design.md 4, "Trust"); else exit 74."""
+    with _io_errors(folder):
+        st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode):
+        raise CompactError(f"{folder}: archive folder is not a directory (a symlink is not followed)", IO_ERR)
+    if st.st_uid != os.getuid():
+        raise CompactError(f"{folder}: archive folder belongs to another user", IO_ERR)
+    if st.st_mode & 0o022:
+        raise CompactError(f"{folder}: archive folder is writable by group or others", IO_ERR)
+
+
+def parse_record(line: bytes) -> ArchiveRecord | None:
+    """One manifest line as a record; None for a line that cannot be read (a line torn by a crash)."""
+    try:
+        return _record_from(json.loads(line))
+    except ValueError:
+        return None
 
 
 def _record_from(obj: object) -> ArchiveRecord | None:
@@ -310,15 +381,8 @@ def history(path: Path, archive_dir: Path | None) -> list[ArchiveRecord]:
         raw = manifest.read_bytes()
     except FileNotFoundError:
         return []
-    records = []
-    for line in raw.splitlines():
-        try:
-            record = _record_from(json.loads(line))
-        except ValueError:
-            continue
-        if record is not None and record.source == source:
-            records.append(record)
-    return records
+    records = (parse_record(line) for line in raw.splitlines())
+    return [record for record in records if record is not None and record.source == source]
 
 
 # ---------------------------------------------------------------- atomic replacement

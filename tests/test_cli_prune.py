@@ -1,0 +1,184 @@
+"""`compactcli prune` and `compactcli restore` on folders, through the installed command.
+
+Archives are made by real micro runs (each with a smaller --keep, so each run changes the file and
+archives it again); the manifest is then read as JSON lines to know which archive is which.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+OK, USAGE, IO_ERR = 0, 2, 74
+
+
+def compactcli(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    script = Path(sys.executable).with_name("compactcli")
+    return subprocess.run(
+        [str(script), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def manifest_lines(folder: Path) -> list[bytes]:
+    return (folder / ".transcripts" / "manifest.jsonl").read_bytes().splitlines(keepends=True)
+
+
+def records(folder: Path, name: str) -> list[dict]:
+    found = [json.loads(line) for line in manifest_lines(folder)]
+    return [r for r in found if Path(r["source"]).name == name]
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """a.jsonl archived three times, b.jsonl once, all in tmp/.transcripts."""
+    shutil.copy(SAMPLES / "openai" / "session.jsonl", tmp_path / "a.jsonl")
+    shutil.copy(SAMPLES / "anthropic" / "session.jsonl", tmp_path / "b.jsonl")
+    for keep in (6, 5, 4):
+        run = compactcli("micro", "--keep", keep, "--min-chars", 0, tmp_path / "a.jsonl")
+        assert run.returncode == OK, run.stderr
+    assert compactcli("micro", tmp_path / "b.jsonl").returncode == OK
+    assert len(records(tmp_path, "a.jsonl")) == 3
+    assert len(records(tmp_path, "b.jsonl")) == 1
+    return tmp_path
+
+
+def archives(folder: Path) -> set[str]:
+    return {p.name for p in (folder / ".transcripts").glob("*.*.*.jsonl")}
+
+
+def age(folder: Path, name: str, position: int, when: str) -> None:
+    """Rewrite the manifest so that entry `position` of `name` was made at `when` (an old run)."""
+    lines = manifest_lines(folder)
+    mine = [i for i, line in enumerate(lines) if Path(json.loads(line)["source"]).name == name]
+    record = json.loads(lines[mine[position]])
+    record["time"] = when
+    lines[mine[position]] = (json.dumps(record) + "\n").encode()
+    (folder / ".transcripts" / "manifest.jsonl").write_bytes(b"".join(lines))
+
+
+def test_keep_last_keeps_the_newest_per_file_and_nothing_else_changes(folder: Path) -> None:
+    a = records(folder, "a.jsonl")
+    b_lines = [line for line in manifest_lines(folder) if b"b.jsonl" in line]
+    run = compactcli("prune", "--keep-last", 1, folder)
+    assert run.returncode == OK, run.stderr
+    assert "2 archives dropped" in run.stderr
+    assert records(folder, "a.jsonl") == [a[-1]]
+    assert [line for line in manifest_lines(folder) if b"b.jsonl" in line] == b_lines
+    assert archives(folder) == {
+        Path(a[-1]["archive"]).name,
+        Path(records(folder, "b.jsonl")[0]["archive"]).name,
+    }
+    # restore still finds the latest original
+    assert compactcli("restore", folder / "a.jsonl").returncode == OK
+    assert (folder / "a.jsonl").read_bytes() == Path(a[-1]["archive"]).read_bytes()
+
+
+def test_a_file_path_prunes_only_that_file(folder: Path) -> None:
+    run = compactcli("prune", "--keep-last", 0, folder / "b.jsonl")
+    assert run.returncode == OK, run.stderr
+    assert records(folder, "b.jsonl") == []
+    assert len(records(folder, "a.jsonl")) == 3
+
+
+def test_older_than_drops_only_old_entries(folder: Path) -> None:
+    age(folder, "a.jsonl", 0, "2020-01-01T00:00:00.000000Z")
+    newer = records(folder, "a.jsonl")[1:]
+    run = compactcli("prune", "--older-than", "30d", folder)
+    assert run.returncode == OK, run.stderr
+    assert records(folder, "a.jsonl") == newer
+    assert len(records(folder, "b.jsonl")) == 1
+
+
+def test_both_rules_drop_what_neither_keeps(folder: Path) -> None:
+    age(folder, "a.jsonl", 0, "2020-01-01T00:00:00.000000Z")
+    age(folder, "a.jsonl", 2, "2020-01-02T00:00:00.000000Z")
+    everything = records(folder, "a.jsonl")
+    run = compactcli("prune", "--keep-last", 1, "--older-than", "2w", folder)
+    assert run.returncode == OK, run.stderr
+    # entry 0: old and not the last: dropped; entry 1: recent: kept; entry 2: old but the last: kept
+    assert records(folder, "a.jsonl") == everything[1:]
+
+
+def test_dry_run_changes_nothing(folder: Path) -> None:
+    before = (manifest_lines(folder), archives(folder))
+    run = compactcli("prune", "--keep-last", 0, "--dry-run", "-v", folder)
+    assert run.returncode == OK, run.stderr
+    assert "4 archives would be dropped" in run.stderr
+    assert f"would drop 3 archives of {folder / 'a.jsonl'} (0 kept)" in run.stderr
+    assert (manifest_lines(folder), archives(folder)) == before
+
+
+def test_a_rule_is_required_and_ages_are_checked(folder: Path) -> None:
+    assert compactcli("prune", folder).returncode == USAGE
+    bad = compactcli("prune", "--older-than", "soon", folder)
+    assert bad.returncode == USAGE
+    assert "'soon' is not an age" in bad.stderr
+
+
+def test_a_folder_others_can_write_is_not_pruned(folder: Path) -> None:
+    before = (manifest_lines(folder), archives(folder))
+    os.chmod(folder / ".transcripts", 0o777)
+    run = compactcli("prune", "--keep-last", 0, folder)
+    assert run.returncode == IO_ERR
+    assert "writable by group or others" in run.stderr
+    assert (manifest_lines(folder), archives(folder)) == before
+
+
+def test_an_archive_named_outside_the_folder_is_never_removed(folder: Path) -> None:
+    outside = folder / "precious.jsonl"
+    outside.write_text("{}\n")
+    lines = manifest_lines(folder)
+    forged = json.loads(lines[0])
+    forged["archive"] = str(outside)
+    (folder / ".transcripts" / "manifest.jsonl").write_bytes(
+        b"".join([(json.dumps(forged) + "\n").encode(), *lines[1:]])
+    )
+    run = compactcli("prune", "--keep-last", 0, folder)
+    assert run.returncode == OK, run.stderr
+    assert outside.read_text() == "{}\n"
+
+
+def test_restore_a_folder_puts_every_original_back(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(SAMPLES, tree, ignore=shutil.ignore_patterns("*.md"))
+    assert compactcli("micro", tree).returncode == OK
+    changed = [
+        p
+        for p in sorted(tree.rglob("*.jsonl"))
+        if ".transcripts" not in p.parts and p.read_bytes() != (SAMPLES / p.relative_to(tree)).read_bytes()
+    ]
+    assert len(changed) >= 3
+    listing = compactcli("restore", "--list", tree)
+    assert listing.returncode == OK, listing.stderr
+    assert len(listing.stdout.splitlines()) == len(changed)
+    run = compactcli("restore", tree)
+    assert run.returncode == OK, run.stderr
+    for path in tree.rglob("*.jsonl"):
+        if ".transcripts" not in path.parts:
+            assert path.read_bytes() == (SAMPLES / path.relative_to(tree)).read_bytes(), path
+
+
+def test_restore_a_folder_with_a_shared_archive_dir(tmp_path: Path) -> None:
+    tree, store = tmp_path / "tree", tmp_path / "store"
+    shutil.copytree(SAMPLES / "openai", tree)
+    assert compactcli("micro", "--archive-dir", store, tree).returncode == OK
+    run = compactcli("restore", "--archive-dir", store, tree)
+    assert run.returncode == OK, run.stderr
+    for path in tree.glob("*.jsonl"):
+        assert path.read_bytes() == (SAMPLES / "openai" / path.name).read_bytes()
+
+
+def test_list_of_a_file_without_history_says_so_and_exits_0(tmp_path: Path) -> None:
+    path = tmp_path / "new.jsonl"
+    shutil.copy(SAMPLES / "openai" / "session.jsonl", path)
+    run = compactcli("restore", "--list", path)
+    assert run.returncode == OK
+    assert run.stdout == ""
+    assert f"{path}: no history" in run.stderr
