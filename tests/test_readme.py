@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 INSTALL = re.compile(r"^python3 -m venv \.venv && \.venv/bin/pip install -e (\.|'\.\[test\]') && ")
 EXPECTED_EXIT = re.compile(r"#.*\bexit (\d+)")
-NOT_RUN = ("pytest", ".venv/bin/ruff", "scripts/")
+NOT_RUN = ("pytest", ".venv/bin/ruff", " scripts/")
 
 
 def blocks(kind: str) -> list[tuple[int, str]]:
