@@ -157,6 +157,7 @@ class ContextCounter:
         self._side: _Conversation | None = self._new(0) if self._claude_code else None
         self._has_main = not self._claude_code
         self._api_tokens: int | None = None
+        self._instructions: dict | None = None
 
     def _new(self, start: int) -> _Conversation:
         return _Conversation(self.method, self.detail, self.top_size, start)
@@ -166,9 +167,7 @@ class ContextCounter:
     def add(self, record: dict, line: int = 0) -> None:
         """One parsed record; `line` (1-based) names tool results in :attr:`top`."""
         if not self._claude_code:
-            message = self.dialect.message(record)
-            if message is not None:
-                self._add(self._main, record, message, line)
+            self._add_record(record, line)
             return
         if is_sidechain(record):
             if self._has_main:
@@ -192,8 +191,42 @@ class ContextCounter:
             self._side = None
         self._add(conversation, record, message, line)
 
+    def _add_record(self, record: dict, line: int) -> None:
+        """One record of a dialect with a single conversation (Codex: compactions and calls on records
+        of their own, the system prompt in the file)."""
+        message = self.dialect.message(record)
+        if message is not None:
+            self._add(self._main, record, message, line)
+            return
+        restart = self.dialect.compaction(record)
+        if restart is not None:
+            conversation = self._restart(self._main, line)
+            for entry in restart:
+                if (message := self.dialect.message(entry)) is not None:
+                    self._add(conversation, entry, message, line)
+            return
+        call = self.dialect.recorded_call(record)
+        if call is not None:
+            if self._main.usage is not None:
+                self._main.usage.add_call(*call)
+            return
+        instructions = self.dialect.instructions(record)
+        if instructions is not None:
+            self._instructions = {"role": "system", "content": instructions}
+            self._add_instructions(self._main)
+
+    def _add_instructions(self, conversation: _Conversation) -> None:
+        # Sent with every call, not a message: counted by the heuristic and api, not by seed.
+        if self._instructions is None:
+            return
+        if conversation.heuristic is not None:
+            conversation.heuristic.add(self._instructions)
+        if conversation.sent is not None:
+            conversation.sent.append(self._instructions)
+
     def _restart(self, conversation: _Conversation, line: int) -> _Conversation:
         fresh = self._new(line)
+        self._add_instructions(fresh)
         if conversation is self._main:
             self._main = fresh
         else:

@@ -17,7 +17,7 @@ from typing import BinaryIO
 import orjson
 
 from compactcli.dialects import Dialect
-from compactcli.layers.micro import MicroIndex, MicroOptions, Plan, apply, plan
+from compactcli.layers.micro import COPY_SLOT, MicroIndex, MicroOptions, Plan, apply, plan
 from compactcli.transcript import Line, copy_range, dialect_for, diff_line, dump_line, parse_line
 
 
@@ -74,6 +74,9 @@ class MicroEdit:
     def describe(self, source: BinaryIO) -> Iterator[str]:
         for number, todo in sorted(self.clears.items()):
             for slot, placeholder in todo:
+                if slot == COPY_SLOT:
+                    yield f"{self.path}:{number}: clear the UI copy of a cleared tool result -> {placeholder}"
+                    continue
                 where = f"block {slot}" if slot >= 0 else "message"
                 yield f"{self.path}:{number}: clear tool result ({where}) -> {placeholder}"
 
@@ -120,8 +123,9 @@ def analyze(
             if counter is not None:
                 counter.add(record)
             candidates = []
+            copies = index.copy_count
             facts = index.add(number, record)
-            if facts:
+            if facts or index.copy_count != copies:  # a UI copy may be cleared too
                 edit.spans[number] = (start, len(raw))
             for fact in facts:
                 if fact.tool_use_id in index.tool_names:
@@ -141,5 +145,8 @@ def analyze(
         edit.stats["tokens"] = counter.tokens
     if counter is None or counter.tokens > options.trigger_tokens:
         edit.clears = plan(index, options)
-    edit.stats["cleared"] = sum(len(todo) for todo in edit.clears.values())
+    slots = [slot for todo in edit.clears.values() for slot, _ in todo]
+    edit.stats["cleared"] = sum(slot != COPY_SLOT for slot in slots)
+    if index.copies:
+        edit.stats["ui_copies_cleared"] = len(slots) - edit.stats["cleared"]
     return edit

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 from compactcli import dialects, storage
+from compactcli.errors import BadInput
 from compactcli.layers.replay import (
     TIMELINE_FIELDS,
     Entry,
@@ -44,7 +45,10 @@ class Source:
 
     def dialect(self, fmt: str | None) -> dialects.Dialect:
         self.file.seek(0)
-        return dialect_for(self.file, self.name, fmt)
+        dialect = dialect_for(self.file, self.name, fmt)
+        if dialect.name == dialects.CODEX.name:
+            raise BadInput(f"{self.name}: replay cannot simulate a Codex CLI rollout yet")
+        return dialect
 
     def run(self, replay: Replay, on_invalid: str) -> ReplayResult:
         self.file.seek(0)

@@ -33,9 +33,9 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from compactcli.dialects import CLAUDE_CODE, OPENAI, Dialect
+from compactcli.dialects import CLAUDE_CODE, CODEX, OPENAI, Dialect
 from compactcli.dialects.claude_code import is_compact_boundary, is_sidechain
-from compactcli.errors import Unavailable
+from compactcli.errors import BadInput, Unavailable
 from compactcli.jsonio import dumps_like
 from compactcli.layers.summarize import (
     SUMMARY_PREFIX,
@@ -369,6 +369,8 @@ def analyze(
     from compactcli.context import ContextCounter
 
     dialect = dialect_for(source, path, fmt)
+    if dialect.name == CODEX.name:
+        raise BadInput(f"{path}: summarize cannot write a compaction into a Codex CLI rollout yet")
     threshold_counter = estimator(dialect) if (estimator and options.threshold is not None) else None
     heuristic = ContextCounter(dialect, "heuristic", detail=False)
     counters = [heuristic] + ([threshold_counter] if threshold_counter is not None else [])

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 
 from compactcli import dialects
+from compactcli.layers.micro import COPY_SLOT
 from compactcli.layers.validate import validate_records
 
 
@@ -22,7 +23,8 @@ def parse(raw: bytes) -> dict | None:
 def assert_only_results_cleared(
     dialect_name: str, before: bytes, after: bytes, is_placeholder: Callable[[object], bool]
 ) -> int:
-    """Unchanged lines are byte-exact; a changed line differs only by cleared results (and toolUseResult).
+    """Unchanged lines are byte-exact; a changed line differs only by cleared results (and toolUseResult),
+    or is the UI copy of a cleared result (Codex) that differs only in the copy.
 
     Returns how many results were cleared.
     """
@@ -31,12 +33,23 @@ def assert_only_results_cleared(
     new_lines = after.splitlines(keepends=True)
     assert len(old_lines) == len(new_lines), "micro must not add or remove lines"
     cleared = 0
+    cleared_ids: set[object] = set()
+    copied_ids: dict[str, int] = {}  # UI copies that changed (Codex exec_command_end): call id -> line
     for number, (old, new) in enumerate(zip(old_lines, new_lines, strict=True), 1):
         if old == new:
             continue
         old_record, new_record = parse(old), parse(new)
         assert old_record is not None and new_record is not None, f"line {number} changed but is not JSON"
         assert old.endswith(b"\n") == new.endswith(b"\n"), f"line {number}: line ending changed"
+        copies = dialect.result_copies(old_record)
+        if copies:
+            # Only the copy of the output may change: with it blanked on both sides, the records are equal.
+            old_blank, new_blank = copy.deepcopy(old_record), copy.deepcopy(new_record)
+            dialect.set_result_content(old_blank, COPY_SLOT, "")
+            dialect.set_result_content(new_blank, COPY_SLOT, "")
+            assert old_blank == new_blank, f"line {number}: more than the UI copy of a result changed"
+            copied_ids.update((use_id, number) for use_id in copies)
+            continue
         rebuilt = copy.deepcopy(new_record)
         old_results = dialect.tool_results(old_record)
         new_results = dialect.tool_results(new_record)
@@ -46,9 +59,12 @@ def assert_only_results_cleared(
                 assert is_placeholder(new_result.content), f"line {number}: {new_result.content!r}"
                 dialect.set_result_content(rebuilt, old_result.slot, old_result.content)
                 cleared += 1
+                cleared_ids.add(old_result.tool_use_id)
         if "toolUseResult" in old_record:
             rebuilt["toolUseResult"] = old_record["toolUseResult"]
         assert rebuilt == old_record, f"line {number}: more than tool results changed"
+    for use_id, number in copied_ids.items():
+        assert use_id in cleared_ids, f"line {number}: the UI copy of {use_id} changed but its result did not"
     return cleared
 
 

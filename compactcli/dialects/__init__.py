@@ -11,9 +11,10 @@ from compactcli.dialects import detection
 from compactcli.dialects.anthropic import ANTHROPIC
 from compactcli.dialects.base import MAIN, ConversationTracker, Dialect, ToolResult, ToolUse
 from compactcli.dialects.claude_code import CLAUDE_CODE
+from compactcli.dialects.codex import CODEX
 from compactcli.dialects.openai import OPENAI
 
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (ANTHROPIC, CLAUDE_CODE, OPENAI)}
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (ANTHROPIC, CLAUDE_CODE, OPENAI, CODEX)}
 NAMES = tuple(DIALECTS)
 
 
@@ -29,6 +30,7 @@ def get(name: str) -> Dialect:
 __all__ = [
     "ANTHROPIC",
     "CLAUDE_CODE",
+    "CODEX",
     "DIALECTS",
     "MAIN",
     "NAMES",

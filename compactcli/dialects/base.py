@@ -54,11 +54,29 @@ class Dialect:
         return list(self.tool_uses(record)), self.tool_results(record)
 
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
-        """Replace one tool result's content in place."""
+        """Replace one tool result's content in place (or, on a record of result_copies, the copy)."""
         raise NotImplementedError
+
+    def result_copies(self, record: dict) -> list[str]:
+        """Tool use ids whose result this record repeats elsewhere than in the conversation (a UI copy
+        on a record of its own); micro clears such a copy with the result."""
+        return []
 
     def new_tracker(self) -> ConversationTracker:
         return ConversationTracker()
+
+    def compaction(self, record: dict) -> list[dict] | None:
+        """For a record where a recorded compaction restarts the active context, the records the new
+        context starts with (as this dialect's records); None for any other record."""
+        return None
+
+    def recorded_call(self, record: dict) -> tuple[int, int, bool] | None:
+        """(context, output tokens, is a model call) recorded on a record of its own, or None."""
+        return None
+
+    def instructions(self, record: dict) -> str | None:
+        """A system prompt the file records (sent with every call, kept across compactions), or None."""
+        return None
 
 
 class ConversationTracker:

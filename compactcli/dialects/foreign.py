@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-_CODEX_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
 _GEMINI_TYPES = {"init", "message", "tool_use", "tool_result", "error", "result"}
 # Claude Managed Agents name persisted events `{domain}.{action}`: user.message, agent.tool_use, ...
 _MANAGED_AGENTS_TYPE = re.compile(r"^(user|agent|session|span)\.[a-z_]+$")
@@ -20,8 +19,6 @@ def record_format(record: dict) -> str | None:
     kind = record.get("type")
     if not isinstance(kind, str):
         return None
-    if kind in _CODEX_TYPES and isinstance(record.get("payload"), dict):
-        return "a Codex CLI rollout"
     if _MANAGED_AGENTS_TYPE.match(kind):
         return "a Claude Managed Agents event log"
     if kind == "session" and "cwd" in record and "id" in record:

@@ -55,6 +55,13 @@ class UsageTracker:
         self._output_open = output if isinstance(output, int) else 0
         self.last = context
 
+    def add_call(self, context: int, output: int, is_call: bool = True) -> None:
+        """A call recorded on a record of its own (Codex `token_count`); `is_call` False: a size only."""
+        if is_call:
+            self.calls += 1
+            self._output_done += output
+        self.last = context
+
     @property
     def output_tokens(self) -> int:
         return self._output_done + self._output_open

@@ -63,6 +63,9 @@ def content_chars(content: object) -> int:
                 source = block.get("source")
                 if isinstance(source, dict):
                     total += len(str(source.get("data", "")))
+                url = block.get("image_url")
+                if isinstance(url, str):  # a Codex input_image: its data URL
+                    total += len(url)
             else:
                 total += len(str(block))
         return total
@@ -76,6 +79,9 @@ class MicroIndex:
     dialect: Dialect
     tool_names: dict[str, str] = field(default_factory=dict)
     results: dict[str, list[ResultFact]] = field(default_factory=dict)
+    # Lines of records that repeat a result for the UI (Codex exec_command_end), by tool use id.
+    copies: dict[str, list[int]] = field(default_factory=dict)
+    copy_count: int = 0
 
     placeholder: str = DEFAULT_PLACEHOLDER
 
@@ -96,6 +102,9 @@ class MicroIndex:
         uses, results = self.dialect.scan(record)
         for use in uses:
             self.tool_names.setdefault(use.id, use.name)
+        for use_id in self.dialect.result_copies(record):
+            self.copies.setdefault(use_id, []).append(line)
+            self.copy_count += 1
         for result in results:
             content = result.content
             is_text = isinstance(content, str)
@@ -114,6 +123,7 @@ class MicroIndex:
 
 
 Plan = dict[int, list[tuple[int, str]]]  # line -> [(slot, new content)]
+COPY_SLOT = -2  # marks the clearing of a UI copy (a record of its own that repeats one result)
 
 
 def plan(index: MicroIndex, options: MicroOptions) -> Plan:
@@ -127,6 +137,9 @@ def plan(index: MicroIndex, options: MicroOptions) -> Plan:
             placeholder = options.placeholder_for(fact, index.tool_name(fact.tool_use_id))
             if placeholder is not None:
                 clears.setdefault(fact.line, []).append((fact.slot, placeholder))
+                # The UI's copy of a cleared result would keep what was cleared.
+                for line in index.copies.get(fact.tool_use_id or "", ()):
+                    clears.setdefault(line, []).append((COPY_SLOT, placeholder))
     return clears
 
 

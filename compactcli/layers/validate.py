@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from compactcli.dialects import CLAUDE_CODE, OPENAI, Dialect
+from compactcli.dialects import CLAUDE_CODE, CODEX, OPENAI, Dialect, codex
 from compactcli.dialects.claude_code import is_compact_boundary
 
 USER, ASSISTANT = "user", "assistant"
@@ -254,6 +254,76 @@ class _ToolCalls:
             )
 
 
+@dataclass
+class _CallOutputs:
+    """Codex (Responses API items): every call is answered, once, by an output with its call_id, after it.
+
+    The calls still open when the next user message comes are missing their output, except the calls in
+    flight when the turn was interrupted (`turn_aborted` right after the calls of the last response): Codex
+    answers those itself ("aborted") before the next call. The last turn's calls may stay open, as elsewhere.
+    """
+
+    out: list[Violation]
+    calls: dict[str, int] = field(default_factory=dict)  # open calls: call_id -> line
+    answered: set[str] = field(default_factory=set)
+    in_flight: set[str] = field(default_factory=set)  # the calls since the last other item
+
+    def add(self, line: int, entry: dict) -> None:
+        kind = entry.get("type")
+        if kind not in codex.CALLS:
+            self.in_flight = set()
+        if kind == "message":
+            role = entry.get("role")
+            if role not in codex.MESSAGE_ROLES:
+                allowed = ", ".join(sorted(codex.MESSAGE_ROLES))
+                self.out.append(Violation(line, "invalid-role", f"role {role!r}: allowed are {allowed}"))
+            elif role == USER:
+                self._close(line)
+        elif kind in codex.CALLS:
+            self._call(line, entry.get("call_id"))
+            if isinstance(entry.get("call_id"), str):
+                self.in_flight.add(entry["call_id"])
+        elif kind in codex.OUTPUTS:
+            self._output(line, entry.get("call_id"))
+
+    def aborted(self, line: int) -> None:
+        for call_id in self.in_flight & self.calls.keys():
+            del self.calls[call_id]
+            self.answered.add(call_id)
+        self._close(line)
+
+    def _close(self, line: int) -> None:
+        for call_id, call_line in self.calls.items():
+            self.out.append(
+                Violation(
+                    call_line, "missing-tool-result", f"call {call_id} has no output before line {line}"
+                )
+            )
+        self.answered.update(self.calls)
+        self.calls = {}
+
+    def _call(self, line: int, call_id: object) -> None:
+        if not isinstance(call_id, str) or not call_id:
+            self.out.append(Violation(line, "tool-use-without-id", "call has no call_id"))
+        elif call_id in self.calls or call_id in self.answered:
+            self.out.append(Violation(line, "duplicate-tool-use", f"call_id {call_id} is used twice"))
+        else:
+            self.calls[call_id] = line
+
+    def _output(self, line: int, call_id: object) -> None:
+        if not isinstance(call_id, str) or not call_id:
+            self.out.append(Violation(line, "tool-result-without-id", "output has no call_id"))
+        elif call_id in self.calls:
+            del self.calls[call_id]
+            self.answered.add(call_id)
+        elif call_id in self.answered:
+            self.out.append(Violation(line, "duplicate-tool-result", f"call {call_id} is already answered"))
+        else:
+            self.out.append(
+                Violation(line, "orphan-tool-result", f"output for {call_id} answers no earlier call")
+            )
+
+
 class Validator:
     """Feed records in file order with `add`; `finish` returns the violations, sorted by line."""
 
@@ -261,18 +331,21 @@ class Validator:
         self.dialect = dialect
         self._openai = dialect.name == OPENAI.name
         self._claude_code = dialect.name == CLAUDE_CODE.name
+        self._codex = dialect.name == CODEX.name
         self._tracker = dialect.new_tracker()
         # Per conversation: its checker and what it found (dropped when a compaction starts it anew).
-        self._checkers: dict[str, _Turns | _ToolCalls] = {}
+        self._checkers: dict[str, _Turns | _ToolCalls | _CallOutputs] = {}
         self._found: dict[str, list[Violation]] = {}
         self.messages = 0  # messages checked
         self.conversations: set[str] = set()
 
-    def _checker(self, key: str) -> _Turns | _ToolCalls:
+    def _checker(self, key: str) -> _Turns | _ToolCalls | _CallOutputs:
         checker = self._checkers.get(key)
         if checker is None:
             out = self._found.setdefault(key, [])
-            if self._openai:
+            if self._codex:
+                checker = _CallOutputs(out)
+            elif self._openai:
                 checker = _ToolCalls(out)
             else:
                 checker = _Turns(out, check_order=not self._claude_code)
@@ -286,6 +359,9 @@ class Validator:
 
     def add(self, line: int, record: dict) -> None:
         key = self._tracker.key(record)
+        if self._codex:
+            self._add_codex(key, line, record)
+            return
         if self._claude_code:
             if is_compact_boundary(record):
                 self._restart(key)
@@ -305,6 +381,21 @@ class Validator:
         if message is not None:
             self._count(key)
             self._checker(key).add(line, message)
+
+    def _add_codex(self, key: str, line: int, record: dict) -> None:
+        restart = self.dialect.compaction(record)
+        if restart is not None:
+            self._restart(key)
+            entries = [entry["payload"] for entry in restart]  # what the context starts with
+        else:
+            entries = [entry] if (entry := codex.item(record)) is not None else []
+        checker = self._checker(key)
+        assert isinstance(checker, _CallOutputs)
+        if codex.event_type(record) == "turn_aborted":
+            checker.aborted(line)
+        for entry in entries:
+            self._count(key)
+            checker.add(line, entry)
 
     def _count(self, key: str) -> None:
         self.messages += 1

@@ -1,0 +1,487 @@
+"""The codex dialect (OpenAI Codex CLI rollouts) through every command, on a rollout written for these tests
+(tests/codex_rollout.py) and on generated ones."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compactcli.dialects import CODEX
+from compactcli.layers.micro import DEFAULT_PRESERVE, MicroOptions
+from compactcli.micro_file import analyze
+from compactcli.transcript import detect_dialect
+from tests import codex_rollout
+from tests.invariants import assert_only_results_cleared, is_default_placeholder, violations
+
+
+def compactcli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "compactcli", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def lines_of(path: Path) -> list[dict]:
+    return [json.loads(raw) for raw in path.read_bytes().splitlines()]
+
+
+def line_of(records: list[dict], predicate) -> int:
+    """1-based line of the only record that satisfies `predicate`."""
+    found = [n for n, record in enumerate(records, 1) if predicate(record)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def output_line(records: list[dict], call_id: str) -> int:
+    return line_of(
+        records,
+        lambda r: (
+            r["type"] == "response_item"
+            and r["payload"].get("call_id") == call_id
+            and r["payload"]["type"].endswith("_output")
+        ),
+    )
+
+
+def copy_line(records: list[dict], call_id: str) -> int:
+    return line_of(records, lambda r: r["type"] == "event_msg" and r["payload"].get("call_id") == call_id)
+
+
+@pytest.fixture
+def rollout(tmp_path: Path) -> Path:
+    return codex_rollout.write(tmp_path / "rollout-2026-05-04T09-00-00-0199a1b2.jsonl")
+
+
+# --- detection ------------------------------------------------------------------------------------------
+
+
+def test_a_rollout_is_detected_as_codex(rollout: Path):
+    with open(rollout, "rb") as f:
+        assert detect_dialect(f) == "codex"
+
+
+def test_a_rollout_starting_with_event_records_is_still_codex(tmp_path: Path):
+    records = [r for r in codex_rollout.records() if r["type"] == "event_msg"][:3]
+    path = codex_rollout.write(tmp_path / "events.jsonl", records)
+    with open(path, "rb") as f:
+        assert detect_dialect(f) == "codex"
+
+
+# --- micro ----------------------------------------------------------------------------------------------
+
+
+def test_micro_clears_old_outputs_and_their_ui_copies(rollout: Path, tmp_path: Path):
+    before_bytes = rollout.read_bytes()
+    before = lines_of(rollout)
+    run = compactcli("micro", "--json", str(rollout), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    stats = json.loads(run.stdout)["stats"]
+    assert stats["dialect"] == "codex"
+    assert (stats["tool_results"], stats["cleared"], stats["ui_copies_cleared"]) == (7, 2, 2)
+    after = lines_of(rollout)
+
+    changed = {n for n, (old, new) in enumerate(zip(before, after, strict=True), 1) if old != new}
+    # Cleared: the rg output (exec_command) and the apply_patch output, with their exec_command_end and
+    # patch_apply_end copies. Kept: the short ls output, the read_file output (preserved), the last three.
+    expected = {
+        output_line(before, "call_grep"),
+        copy_line(before, "call_grep"),
+        output_line(before, "call_patch"),
+        copy_line(before, "call_patch"),
+    }
+    assert changed == expected
+    assert after[output_line(before, "call_grep") - 1]["payload"]["output"] == "[Previous: used exec_command]"
+    assert after[output_line(before, "call_patch") - 1]["payload"]["output"] == "[Previous: used apply_patch]"
+    grep_copy = after[copy_line(before, "call_grep") - 1]["payload"]
+    assert grep_copy["aggregated_output"] == "[Previous: used exec_command]"
+    assert grep_copy["formatted_output"] == "" and grep_copy["exit_code"] == 0
+    patch_copy = after[copy_line(before, "call_patch") - 1]["payload"]
+    assert patch_copy["stdout"] == "[Previous: used apply_patch]"
+    # The diff in `changes` is the patch the model wrote, not output: it stays.
+    assert patch_copy["changes"] == before[copy_line(before, "call_patch") - 1]["payload"]["changes"]
+    assert after[output_line(before, "call_read") - 1] == before[output_line(before, "call_read") - 1]
+
+    assert (
+        assert_only_results_cleared("codex", before_bytes, rollout.read_bytes(), is_default_placeholder) == 2
+    )
+    assert violations("codex", rollout.read_bytes()) == []
+    archives = list((tmp_path / ".transcripts").glob(f"{rollout.stem}.*.jsonl"))
+    assert len(archives) == 1 and archives[0].read_bytes() == before_bytes
+
+    once = rollout.read_bytes()
+    again = compactcli("micro", str(rollout), cwd=tmp_path)
+    assert again.returncode == 0 and rollout.read_bytes() == once
+
+
+def test_micro_clear_multimodal_clears_an_image_output_not_the_users_image(rollout: Path, tmp_path: Path):
+    before = lines_of(rollout)
+    run = compactcli(
+        "micro",
+        "--keep",
+        "1",
+        "--min-chars",
+        "0",
+        "--clear-multimodal",
+        "--no-preserve",
+        str(rollout),
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    after = lines_of(rollout)
+    assert after[output_line(before, "call_view") - 1]["payload"]["output"] == "[Previous: used view_image]"
+    assert after[output_line(before, "call_read") - 1]["payload"]["output"] == "[Previous: used read_file]"
+    screenshot = line_of(
+        before,
+        lambda r: (
+            "input_image" in json.dumps(r)
+            and r["type"] == "response_item"
+            and r["payload"]["type"] == "message"
+        ),
+    )
+    assert after[screenshot - 1] == before[screenshot - 1]
+    # Without --clear-multimodal the image output is kept.
+    rollout.write_bytes(codex_rollout.dumps(before))
+    compactcli("micro", "--keep", "1", "--min-chars", "0", "--no-preserve", str(rollout), cwd=tmp_path)
+    assert (
+        lines_of(rollout)[output_line(before, "call_view") - 1]
+        == before[output_line(before, "call_view") - 1]
+    )
+
+
+# --- generated rollouts: micro's properties -------------------------------------------------------------
+
+
+@st.composite
+def rollouts(draw: st.DrawFn) -> list[dict]:
+    """Turns of parallel calls (function and custom) answered in any order, UI copies before or after their
+    output, token counts, an optional compaction, and an optional aborted turn at the end."""
+    out = [{"timestamp": "t", "type": "session_meta", "payload": {"id": "s", "base_instructions": None}}]
+
+    def add(kind: str, payload: dict) -> None:
+        out.append({"timestamp": "t", "type": kind, "payload": payload})
+
+    text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=20).map(
+        lambda s: s * draw(st.integers(1, 12))
+    )
+    call_number = 0
+    for turn in range(draw(st.integers(1, 4))):
+        if turn and draw(st.booleans()):
+            add(
+                "compacted",
+                {
+                    "message": "",
+                    "replacement_history": [
+                        {
+                            "type": "message",
+                            "role": "user",
+                            "content": [{"type": "input_text", "text": "summary"}],
+                        }
+                    ],
+                },
+            )
+            add("event_msg", {"type": "context_compacted"})
+        add(
+            "response_item",
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        )
+        for _ in range(draw(st.integers(0, 3))):
+            calls = []
+            for _ in range(draw(st.integers(1, 3))):
+                call_number += 1
+                call_id = f"call_{call_number}"
+                name = draw(st.sampled_from(["exec_command", "read_file", "apply_patch", "write_stdin"]))
+                custom = name == "apply_patch"
+                if custom:
+                    add(
+                        "response_item",
+                        {"type": "custom_tool_call", "call_id": call_id, "name": name, "input": "x"},
+                    )
+                else:
+                    add(
+                        "response_item",
+                        {"type": "function_call", "call_id": call_id, "name": name, "arguments": "{}"},
+                    )
+                calls.append((call_id, custom))
+            if draw(st.booleans()):
+                add(
+                    "event_msg",
+                    {
+                        "type": "token_count",
+                        "info": {"last_token_usage": {"input_tokens": 5, "total_tokens": 9}},
+                    },
+                )
+            for call_id, custom in draw(st.permutations(calls)):
+                content = draw(
+                    st.one_of(
+                        text, st.just([{"type": "input_image", "image_url": "data:image/png;base64,AAAA"}])
+                    )
+                )
+                copy = draw(st.sampled_from(["none", "before", "after"]))
+                event = {
+                    "type": "exec_command_end",
+                    "call_id": call_id,
+                    "stdout": "",
+                    "stderr": "",
+                    "aggregated_output": content if isinstance(content, str) else "",
+                    "exit_code": 0,
+                }
+                if copy == "before":
+                    add("event_msg", event)
+                kind = "custom_tool_call_output" if custom else "function_call_output"
+                add("response_item", {"type": kind, "call_id": call_id, "output": content})
+                if copy == "after":
+                    add("event_msg", event)
+        add(
+            "response_item",
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+        )
+    if draw(st.booleans()):
+        add(
+            "response_item",
+            {"type": "function_call", "call_id": "call_open", "name": "exec_command", "arguments": "{}"},
+        )
+        add("event_msg", {"type": "turn_aborted", "reason": "interrupted"})
+    return out
+
+
+def micro_bytes(data: bytes, options: MicroOptions) -> tuple[bytes, int]:
+    source = io.BytesIO(data)
+    edit = analyze(source, "generated.jsonl", options=options, fmt="codex")
+    try:
+        if not edit.changed:
+            return data, 0
+        out = io.BytesIO()
+        edit.write(source, out)
+        return out.getvalue(), edit.stats["cleared"]
+    finally:
+        edit.close()
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    records=rollouts(),
+    keep=st.integers(0, 3),
+    min_chars=st.sampled_from([0, 30, 100]),
+    preserve=st.sampled_from([DEFAULT_PRESERVE, frozenset()]),
+    clear_multimodal=st.booleans(),
+)
+def test_micro_properties_on_generated_rollouts(records, keep, min_chars, preserve, clear_multimodal):
+    options = MicroOptions(
+        keep=keep, min_chars=min_chars, preserve=preserve, clear_multimodal=clear_multimodal
+    )
+    before = codex_rollout.dumps(records)
+    after, cleared = micro_bytes(before, options)
+    # Only outputs and their UI copies change; every other line is byte-exact.
+    assert assert_only_results_cleared("codex", before, after, is_default_placeholder) == cleared
+    assert violations("codex", before) == [] and violations("codex", after) == []
+    assert micro_bytes(after, options) == (after, 0)
+
+
+# --- validate -------------------------------------------------------------------------------------------
+
+
+def test_validate_accepts_the_rollout_and_its_aborted_turn(rollout: Path, tmp_path: Path):
+    run = compactcli("validate", str(rollout), cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def before_compaction() -> list[dict]:
+    """The rollout up to its compaction (after it, the first turns are no longer sent)."""
+    records = codex_rollout.records()
+    return records[: next(n for n, r in enumerate(records) if r["type"] == "compacted")]
+
+
+def _without(records: list[dict], predicate) -> list[dict]:
+    return [r for r in records if not predicate(r)]
+
+
+def _is_output(call_id: str):
+    return lambda r: (
+        r["type"] == "response_item"
+        and r["payload"].get("call_id") == call_id
+        and (r["payload"]["type"].endswith("_output"))
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "rule", "call_id"),
+    [
+        ("drop-output", "missing-tool-result", "call_grep"),
+        ("drop-call", "orphan-tool-result", "call_grep"),
+        ("repeat-output", "duplicate-tool-result", "call_ls"),
+        ("repeat-call", "duplicate-tool-use", "call_ls"),
+    ],
+)
+def test_validate_names_a_broken_pairing_and_its_line(tmp_path: Path, change: str, rule: str, call_id: str):
+    records = before_compaction()
+    if change == "drop-output":
+        records = _without(records, _is_output(call_id))
+        bad = next(
+            n
+            for n, r in enumerate(records, 1)
+            if r["payload"].get("call_id") == call_id and r["type"] == "response_item"
+        )
+    elif change == "drop-call":
+        records = _without(
+            records,
+            lambda r: (
+                r["type"] == "response_item"
+                and r["payload"].get("call_id") == call_id
+                and r["payload"]["type"] == "function_call"
+            ),
+        )
+        bad = next(n for n, r in enumerate(records, 1) if _is_output(call_id)(r))
+    elif change == "repeat-output":
+        at = next(n for n, r in enumerate(records) if _is_output(call_id)(r))
+        records.insert(at + 1, records[at])
+        bad = at + 2
+    else:
+        at = next(
+            n
+            for n, r in enumerate(records)
+            if r["type"] == "response_item" and r["payload"].get("call_id") == call_id
+        )
+        records.insert(at + 1, records[at])
+        bad = at + 2
+    path = codex_rollout.write(tmp_path / "broken.jsonl", records)
+    run = compactcli("validate", str(path), cwd=tmp_path)
+    assert run.returncode == 1
+    assert f"broken.jsonl:{bad}: {rule}" in run.stdout + run.stderr
+
+
+def test_validate_starts_again_at_a_compaction(tmp_path: Path):
+    """A broken pairing before a recorded compaction is no longer sent: not a violation."""
+    broken = _without(codex_rollout.records(), _is_output("call_grep"))
+    compaction = next(n for n, r in enumerate(broken) if r["type"] == "compacted")
+    path = codex_rollout.write(tmp_path / "before-compaction.jsonl", broken[:compaction])
+    assert compactcli("validate", str(path), cwd=tmp_path).returncode == 1
+    path = codex_rollout.write(tmp_path / "compacted.jsonl", broken)
+    assert compactcli("validate", str(path), cwd=tmp_path).returncode == 0
+
+
+# --- estimate -------------------------------------------------------------------------------------------
+
+
+def _estimate(path: Path, method: str, cwd: Path) -> dict:
+    run = compactcli("estimate", "--json", "--method", method, str(path), cwd=cwd)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_estimate_usage_is_the_last_token_count(rollout: Path, tmp_path: Path):
+    result = _estimate(rollout, "usage", tmp_path)
+    # The last call recorded input 3300 and wrote 150: the next call sends both again.
+    assert result["tokens"] == 3450
+    assert result["stats"]["usage"]["calls"] == 8 if "stats" in result else True
+
+
+def test_estimate_counts_the_context_from_the_compaction_on(rollout: Path, tmp_path: Path):
+    result = _estimate(rollout, "seed", tmp_path)
+    stats = result.get("stats", result)
+    # The five items of replacement_history, then the user message, call, output and answer after it.
+    assert stats["messages"] == 9
+    assert stats["active_from"] == line_of(lines_of(rollout), lambda r: r["type"] == "compacted")
+
+
+def test_estimate_heuristic_counts_the_base_instructions(rollout: Path, tmp_path: Path):
+    records = lines_of(rollout)
+    with_prompt = _estimate(rollout, "heuristic", tmp_path)["tokens"]
+    records[0]["payload"]["base_instructions"] = None
+    without = codex_rollout.write(tmp_path / "no-prompt.jsonl", records)
+    without_prompt = _estimate(without, "heuristic", tmp_path)["tokens"]
+    # About 2,400 characters of English prose: several hundred tokens.
+    assert 300 < with_prompt - without_prompt < 1200
+    # seed counts messages only, as for the other dialects.
+    assert _estimate(rollout, "seed", tmp_path)["tokens"] == _estimate(without, "seed", tmp_path)["tokens"]
+
+
+def test_estimate_usage_without_token_counts_is_no_usage(rollout: Path, tmp_path: Path):
+    records = [r for r in lines_of(rollout) if r["payload"].get("type") != "token_count"]
+    path = codex_rollout.write(tmp_path / "no-usage.jsonl", records)
+    run = compactcli("estimate", "--method", "usage", "--max-tokens", "100000", str(path), cwd=tmp_path)
+    assert run.returncode == 1
+    assert "no usage recorded" in run.stdout + run.stderr
+
+
+def test_dialect_reads_calls_and_outputs_by_call_id():
+    records = codex_rollout.records()
+    uses = [use for r in records for use in CODEX.tool_uses(r)]
+    results = [res for r in records for res in CODEX.tool_results(r)]
+    assert [u.name for u in uses] == [
+        "exec_command",
+        "read_file",
+        "exec_command",
+        "apply_patch",
+        "exec_command",
+        "exec_command",
+        "view_image",
+        "exec_command",
+    ]
+    assert {res.tool_use_id for res in results} == {u.id for u in uses} - {"call_rerun"}
+
+
+# --- what is not written yet ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["summarize", "replay"])
+def test_commands_that_write_a_compaction_refuse_a_rollout_and_leave_it(
+    rollout: Path, tmp_path: Path, command
+):
+    before = rollout.read_bytes()
+    run = compactcli(command, "--backend", "digest", str(rollout), cwd=tmp_path)
+    assert run.returncode == 65, run.stderr
+    assert "Codex CLI rollout" in run.stderr and "Traceback" not in run.stderr
+    assert rollout.read_bytes() == before
+    assert not list(tmp_path.glob(".transcripts/*.jsonl")), "nothing archived"
+
+
+# --- the real rollout in ../shared/corpus ---------------------------------------------------------------
+
+CORPUS_ROLLOUTS = sorted(
+    (Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "codex").glob("*.jsonl")
+)
+
+
+def last_recorded_context(path: Path) -> int:
+    """The total_tokens of the last token_count event that has one, read here without compactcli."""
+    found = 0
+    for raw in path.read_bytes().splitlines():
+        record = json.loads(raw)
+        payload = record.get("payload") or {}
+        info = payload.get("info") if payload.get("type") == "token_count" else None
+        if isinstance(info, dict) and info.get("last_token_usage"):
+            found = info["last_token_usage"]["total_tokens"]
+    return found
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not CORPUS_ROLLOUTS, reason="../shared/corpus/codex is not present")
+@pytest.mark.parametrize("original", CORPUS_ROLLOUTS, ids=lambda p: p.name)
+def test_real_rollout_through_every_command(original: Path, tmp_path: Path):
+    work = tmp_path / original.name
+    work.write_bytes(original.read_bytes())
+    before = work.read_bytes()
+
+    assert compactcli("validate", str(work), cwd=tmp_path).returncode == 0
+    usage = _estimate(work, "usage", tmp_path)
+    assert usage["tokens"] == last_recorded_context(work) > 0
+    heuristic = _estimate(work, "heuristic", tmp_path)["tokens"]
+    assert 0.5 * usage["tokens"] < heuristic < 1.5 * usage["tokens"]
+
+    run = compactcli("micro", "--json", str(work), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    stats = json.loads(run.stdout)["stats"]
+    after = work.read_bytes()
+    assert stats["cleared"] > 0 and stats["ui_copies_cleared"] > 0 and len(after) < len(before)
+    assert assert_only_results_cleared("codex", before, after, is_default_placeholder) == stats["cleared"]
+    assert compactcli("validate", str(work), cwd=tmp_path).returncode == 0
+
+    for command in ("summarize", "replay"):
+        refused = compactcli(command, "--backend", "digest", str(work), cwd=tmp_path)
+        assert refused.returncode == 65 and work.read_bytes() == after
