@@ -534,7 +534,7 @@ def _parses(raw: bytes) -> bool:
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("original", corpus_params())
+@pytest.mark.parametrize("original", corpus_params(compacts=True))
 def test_replay_on_corpus_file(original: Path, tmp_path: Path) -> None:
     expect = expectation(original)
     out, archives = tmp_path / "out.jsonl", tmp_path / "archives"

@@ -6,10 +6,11 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.cli import run_cli
+from helpers.corpus import CORPUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,10 +22,8 @@ from tests import codex_rollout
 from tests.invariants import assert_only_results_cleared, is_default_placeholder, violations
 
 
-def compactcli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "compactcli", *args], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
+def compactcli(*args: object, cwd: Path) -> subprocess.CompletedProcess:
+    return run_cli(*args, cwd=cwd, text=True)
 
 
 def lines_of(path: Path) -> list[dict]:
@@ -443,9 +442,7 @@ def test_commands_that_write_a_compaction_refuse_a_rollout_and_leave_it(
 
 # --- the real rollout in ../shared/corpus ---------------------------------------------------------------
 
-CORPUS_ROLLOUTS = sorted(
-    (Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "codex").glob("*.jsonl")
-)
+CORPUS_ROLLOUTS = sorted((CORPUS / "codex").glob("*.jsonl"))
 
 
 def last_recorded_context(path: Path) -> int:
