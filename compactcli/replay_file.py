@@ -99,9 +99,8 @@ def write_output(output: str, dialect: dialects.Dialect, result: ReplayResult, t
         write_entries(sys.stdout.buffer, dialect, result.context, template)
         sys.stdout.buffer.flush()
         return
-    with storage.Replacement(Path(output)) as replacement:
-        write_entries(replacement.file, dialect, result.context, template)
-        replacement.commit_new()
+    with storage.output_file(Path(output)) as out:
+        write_entries(out, dialect, result.context, template)
 
 
 # --- reports -----------------------------------------------------------------------------------------

@@ -226,10 +226,9 @@ def _to_output(
             sys.stdout.buffer.flush()
             written = out.written
         else:
-            with storage.Replacement(Path(settings.output)) as replacement:
-                out = _CountingWriter(replacement.file)
+            with storage.output_file(Path(settings.output)) as target:
+                out = _CountingWriter(target)
                 _write(edit, source, out)
-                replacement.commit_new()
                 written = out.written
     except BaseException:
         if archived is not None:

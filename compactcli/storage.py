@@ -71,7 +71,11 @@ def snapshot(path: Path) -> FileState:
 
 
 def default_archive_dir(path: Path, archive_dir: Path | None) -> Path:
-    return archive_dir if archive_dir is not None else path.parent / ARCHIVE_DIR_NAME
+    """``--archive-dir``, else ``.transcripts/`` beside the file a symlink points to (the archive
+    and the lock of a file belong to the file, not to a link naming it)."""
+    if archive_dir is not None:
+        return archive_dir
+    return Path(os.path.realpath(path)).parent / ARCHIVE_DIR_NAME
 
 
 # ---------------------------------------------------------------- small I/O pieces
@@ -89,29 +93,37 @@ def _io_errors(what: object) -> Iterator[None]:
         raise CompactError(f"{what}: {reason}", IO_ERR) from e
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+def _fsync_fd(fd: int) -> None:
     try:
         os.fsync(fd)
     except OSError as e:
         # Some filesystems cannot fsync a directory; the rename is still atomic there.
         if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
             raise
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        _fsync_fd(fd)
     finally:
         os.close(fd)
 
 
-def _ensure_private_dir(folder: Path) -> Path:
-    """Create ``folder`` (0700) if missing; an existing folder keeps the mode its owner gave it."""
-    try:
-        folder.mkdir(mode=0o700, parents=True)
-    except FileExistsError:
-        if not folder.is_dir():
-            raise
-    else:
-        os.chmod(folder, 0o700)  # mkdir's mode is masked by the umask
-        _fsync_dir(folder.parent)
-    return folder
+def _make_private_dirs(folder: Path) -> None:
+    """Create ``folder`` and each missing parent 0700, whatever the umask (DESIGN.md 4, "Trust")."""
+    missing = []
+    for part in (folder, *folder.parents):
+        if os.path.lexists(part):
+            break
+        missing.append(part)
+    for part in reversed(missing):
+        try:
+            os.mkdir(part, 0o700)
+        except FileExistsError:
+            continue  # made by a process running beside this one; trust is checked on opening
+        os.chmod(part, 0o700, follow_symlinks=False)  # mkdir's mode is masked by the umask
+        _fsync_dir(part.parent)
 
 
 _umask_lock = threading.Lock()
@@ -132,16 +144,6 @@ def current_umask() -> int:
     return mask
 
 
-def _hash_file(path: Path) -> tuple[str, int]:
-    h = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-            size += len(chunk)
-    return h.hexdigest(), size
-
-
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -155,44 +157,198 @@ def archive_name(stem: str, when: datetime, sha256_hex: str) -> str:
     return f"{stem}.{when.astimezone(UTC).strftime('%Y%m%dT%H%M%S%fZ')}.{sha256_hex[:12]}.jsonl"
 
 
-# ---------------------------------------------------------------- locks
+def _copy_fd(src: BinaryIO, fd: int) -> tuple[str, int]:
+    """Copy ``src`` to the descriptor ``fd``; returns the sha256 and size of what was copied."""
+    h = hashlib.sha256()
+    size = 0
+    while chunk := src.read(_CHUNK):
+        h.update(chunk)
+        size += len(chunk)
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view) :]
+    return h.hexdigest(), size
 
 
-def lock_name(path: Path, archive_dir: Path | None) -> str:
-    """``<file name>.lock``; in a shared --archive-dir also a hash of the file's folder, so that two
-    files of the same name in different folders do not lock each other out."""
-    if archive_dir is None:
-        return f"{path.name}.lock"
-    folder = str(Path(os.path.realpath(path)).parent).encode("utf-8", "surrogateescape")
-    return f"{path.name}.{hashlib.sha256(folder).hexdigest()[:8]}.lock"
+# ---------------------------------------------------------------- trusted archive folders
+
+
+class Untrusted(CompactError):
+    """An archive folder, or a name in it, that compactcli refuses to use (exit 74)."""
+
+    exit_code = IO_ERR
+
+
+_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _refuse_unless_mine(what: Path, st: os.stat_result, kind: str) -> None:
+    if st.st_uid != os.geteuid():
+        raise Untrusted(f"{what}: {kind} owned by uid {st.st_uid}, not by you (uid {os.geteuid()}); not used")
+    if st.st_mode & 0o022:
+        raise Untrusted(
+            f"{what}: {kind} writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
+            f"not used (chmod go-w it if it is yours)"
+        )
+
+
+class ArchiveFolder:
+    """An archive folder checked once and then used only through a descriptor of it.
+
+    DESIGN.md 4, "Trust": a real directory owned by the user and not writable by group or others;
+    every name in it is opened relative to that descriptor without following symlinks, so a
+    link planted in it (``manifest.jsonl`` -> ``~/.bashrc``) is refused, never written through.
+    """
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self.fd = fd
+
+    @classmethod
+    def open(cls, path: Path, *, create: bool) -> ArchiveFolder | None:
+        """The folder at ``path``, made private if missing and ``create``; None if missing and not.
+
+        Raises Untrusted (exit 74) saying why when the folder must not be used.
+        """
+        path = Path(path)
+        with _io_errors(path):
+            if create:
+                _make_private_dirs(path)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+            except FileNotFoundError:
+                if create:
+                    raise
+                return None
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path):
+                    raise Untrusted(f"{path}: archive folder is a symbolic link; not used") from None
+                raise
+        try:
+            _refuse_unless_mine(path, os.fstat(fd), "archive folder")
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> ArchiveFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def same_folder(self, other: Path) -> bool:
+        try:
+            st = os.stat(other)
+        except OSError:
+            return False
+        here = os.fstat(self.fd)
+        return (st.st_dev, st.st_ino) == (here.st_dev, here.st_ino)
+
+    def create(self, name: str) -> int:
+        """A new file ``name`` (0600) in the folder; never an existing name, never through a link."""
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=self.fd)
+        os.fchmod(fd, 0o600)  # the open mode is masked by the umask
+        return fd
+
+    def open_member(self, name: str, flags: int = os.O_RDONLY) -> tuple[int, os.stat_result]:
+        """Open a file compactcli made in the folder: a regular file of the user's, one link."""
+        try:
+            fd = os.open(name, flags | _NOFOLLOW, dir_fd=self.fd)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise Untrusted(
+                    f"{self.path / name}: a symbolic link in the archive folder; not used"
+                ) from None
+            raise
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise Untrusted(f"{self.path / name}: not a regular file; not used")
+            if st.st_nlink != 1:
+                raise Untrusted(f"{self.path / name}: has {st.st_nlink} hard links; not used")
+            _refuse_unless_mine(self.path / name, st, "file")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, st
+
+    def link(self, src: str, dst: str) -> None:
+        os.link(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
+
+    def unlink(self, name: str) -> None:
+        os.unlink(name, dir_fd=self.fd)
+
+    def fsync(self) -> None:
+        _fsync_fd(self.fd)
 
 
 @contextlib.contextmanager
-def file_lock(path: Path, archive_dir: Path | None) -> Iterator[None]:
-    """Hold the one-writer lock of ``path`` (``<archive dir>/<file name>.lock``) or raise Busy.
-
-    flock locks belong to an open file description, so two threads of one process exclude each
-    other too. The lock file stays in the archive folder: deleting it would let a waiting process
-    lock a file that a third one has already recreated.
-    """
-    folder = default_archive_dir(path, archive_dir)
-    lock_path = folder / lock_name(path, archive_dir)
-    with _io_errors(lock_path):
-        _ensure_private_dir(folder)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        with contextlib.suppress(PermissionError):  # a lock file another user created
-            os.fchmod(fd, 0o600)
+def _archive_folder(
+    folder: Path, *, create: bool = True, for_file: Path | None = None
+) -> Iterator[ArchiveFolder]:
+    """The opened archive folder; an error opening it names ``for_file`` first (the file that failed)."""
     try:
+        opened = ArchiveFolder.open(folder, create=create)
+    except CompactError as e:
+        if for_file is None:
+            raise
+        raise type(e)(f"{for_file}: {e}", e.exit_code) from e
+    if opened is None:
+        raise CompactError(f"{folder}: no such archive folder", IO_ERR)
+    with opened:
+        yield opened
+
+
+# ---------------------------------------------------------------- locks
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, archive_dir: Path | None = None) -> Iterator[None]:
+    """Hold the one-writer lock of ``path`` or raise Busy (DESIGN.md 4, "Concurrency").
+
+    The lock is an flock on the transcript itself (the file a symlink points to), so nothing is
+    created to lock it and nothing is left behind. After the lock is acquired the path must still
+    name the locked file: one that another process replaced meanwhile is locked again. A file
+    that does not exist (a restore recreating it) locks its folder. flock locks belong to an
+    open file description, so two threads of one process exclude each other too.
+    ``archive_dir`` is accepted for callers that pass it; the lock does not depend on it.
+    """
+    real = Path(os.path.realpath(path))
+    for _ in range(_NAME_ATTEMPTS):
+        with _io_errors(path):
+            try:
+                # O_NONBLOCK: a FIFO put in the file's place must not hang the open.
+                fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            except FileNotFoundError:
+                fd = os.open(real.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise Busy(f"{path}: busy: another compactcli process holds the lock") from None
-        try:
-            yield
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise Busy(f"{path}: busy: another compactcli process is rewriting it") from None
+            held = os.fstat(fd)
+            try:
+                now = os.stat(real)
+            except FileNotFoundError:
+                now = None
+            if stat.S_ISDIR(held.st_mode) and now is None:
+                yield
+                return
+            if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+                yield
+                return
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+            os.close(fd)  # closing the last descriptor of the description releases the flock
+    raise Busy(f"{path}: busy: replaced again and again while it was being locked")
 
 
 # ---------------------------------------------------------------- archive and manifest
@@ -207,58 +363,57 @@ def archive_copy(
 ) -> tuple[Path, str, int]:
     """Copy ``path`` byte-exact into the archive folder under a name that is never reused.
 
-    Returns (archive path, sha256 hex, size). The name needs the hash, so the file is read twice;
-    if the two reads differ the file changed during the copy: the copy is removed and Busy raised.
+    Returns (archive path, sha256 hex, size). The name comes from the hash of the bytes copied;
+    a change during the copy is caught by the caller's snapshot check that follows.
     ``stem`` names the archive instead of the file's own stem (a spooled stdin).
     """
-    with _io_errors(path):
-        return _archive_copy(path, default_archive_dir(path, archive_dir), clock, stem or path.stem)
+    folder_path = default_archive_dir(path, archive_dir)
+    with _archive_folder(folder_path, for_file=path) as folder, _io_errors(path):
+        return _archive_copy(path, folder, clock, stem or path.stem)
 
 
 def _archive_copy(
-    path: Path, archive_dir: Path, clock: Callable[[], datetime], stem: str
+    path: Path, folder: ArchiveFolder, clock: Callable[[], datetime], stem: str
 ) -> tuple[Path, str, int]:
-    folder = _ensure_private_dir(archive_dir).resolve()
-    fd, partial = tempfile.mkstemp(prefix=f".{stem}.", suffix=".partial", dir=folder)
-    os.fchmod(fd, 0o600)
-    target = Path(partial)
+    for _ in range(_NAME_ATTEMPTS):
+        partial = f".{stem}.{os.urandom(6).hex()}.partial"
+        try:
+            fd = folder.create(partial)
+        except FileExistsError:
+            continue
+        break
+    else:
+        raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder.path))
     try:
-        # The name comes from the hash of the bytes copied; a change during the copy is caught by the
-        # caller's snapshot check that follows.
-        h = hashlib.sha256()
-        size = 0
-        with open(path, "rb") as src, os.fdopen(fd, "wb") as dst:
-            while chunk := src.read(_CHUNK):
-                h.update(chunk)
-                size += len(chunk)
-                dst.write(chunk)
-            dst.flush()
-            os.fsync(dst.fileno())
-        sha = h.hexdigest()
+        try:
+            with open(path, "rb") as src:
+                sha, size = _copy_fd(src, fd)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         for _ in range(_NAME_ATTEMPTS):
-            final = folder / archive_name(stem, clock(), sha)
+            final = archive_name(stem, clock(), sha)
             try:
-                os.link(target, final)
+                folder.link(partial, final)
             except FileExistsError:
                 time.sleep(1e-6)
                 continue
             break
         else:
-            raise FileExistsError(errno.EEXIST, "no free archive name", str(final))
-        os.unlink(target)
-        _fsync_dir(folder)
+            raise FileExistsError(errno.EEXIST, "no free archive name", str(folder.path / final))
+        folder.unlink(partial)
+        folder.fsync()
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(target)
+            folder.unlink(partial)
         raise
-    return final, sha, size
+    return Path(os.path.realpath(folder.path)) / final, sha, size
 
 
-def append_manifest(archive_dir: Path, record: ArchiveRecord) -> None:
-    """Append one JSON line to ``<archive_dir>/manifest.jsonl`` (0600) in a single write."""
-    manifest = archive_dir / MANIFEST_NAME
-    with _io_errors(manifest):
-        _append_line(archive_dir, manifest, record)
+def _remove_archive(archive: Path) -> None:
+    """Remove an archive this run made and did not record."""
+    with contextlib.suppress(OSError), _archive_folder(archive.parent, create=False) as folder:
+        folder.unlink(archive.name)
 
 
 def _json_line(obj: dict) -> bytes:
@@ -269,33 +424,79 @@ def _json_line(obj: dict) -> bytes:
         return (json.dumps(obj, default=str) + "\n").encode("ascii")
 
 
-def _append_line(archive_dir: Path, manifest: Path, record: ArchiveRecord) -> None:
-    _ensure_private_dir(archive_dir)
-    data = _json_line(dataclasses.asdict(record))
-    created = not manifest.exists()
-    fd = _open_manifest_locked(manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    try:
-        if created:
-            os.fchmod(fd, 0o600)  # the open mode is masked by the umask
-        # One write(2) with O_APPEND: lines from concurrent processes do not interleave.
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    if created:
-        _fsync_dir(archive_dir)
+class _ManifestAppend:
+    """An append to ``manifest.jsonl`` under an flock on it, that can be taken back until released.
+
+    The lock orders appends from several processes, lets a line torn by a crash or a full disk be
+    closed with a newline before the next record (so it never swallows that record), and lets a
+    record whose replacement then failed be cut off again.
+    """
+
+    def __init__(self, folder: ArchiveFolder) -> None:
+        self.path = folder.path / MANIFEST_NAME
+        self.created = False
+        while True:
+            try:
+                self.fd = _open_manifest_locked(folder, os.O_RDWR | os.O_APPEND)
+                break
+            except FileNotFoundError:
+                try:
+                    os.close(folder.create(MANIFEST_NAME))
+                    self.created = True
+                except FileExistsError:  # created by a process running beside this one
+                    pass
+        self._folder = folder
+        self.offset: int | None = None
+
+    def append(self, record: ArchiveRecord) -> None:
+        data = _json_line(dataclasses.asdict(record))
+        end = os.fstat(self.fd).st_size
+        if end and os.pread(self.fd, 1, end - 1) != b"\n":
+            data = b"\n" + data  # a torn line: close it, never glue this record onto it
+        self.offset = end
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view) :]
+            os.fsync(self.fd)
+        except BaseException:
+            self.take_back()
+            raise
+        if self.created:
+            self._folder.fsync()
+
+    def take_back(self) -> None:
+        """Cut the file back to before this append (the record describes nothing that happened)."""
+        if self.offset is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, self.offset)
+                os.fsync(self.fd)
+            self.offset = None
+
+    def close(self) -> None:
+        os.close(self.fd)  # releases the flock
 
 
-def _open_manifest_locked(manifest: Path, flags: int) -> int:
-    """Open the manifest and hold its flock: `compactcli prune` replaces the manifest under the same
-    lock, so an append never lands in a manifest that has just been replaced (it opens the new one)."""
+def append_manifest(archive_dir: Path, record: ArchiveRecord) -> None:
+    """Append one JSON line to ``<archive_dir>/manifest.jsonl`` (0600)."""
+    with _io_errors(archive_dir / MANIFEST_NAME), _archive_folder(archive_dir) as folder:
+        manifest = _ManifestAppend(folder)
+        try:
+            manifest.append(record)
+        finally:
+            manifest.close()
+
+
+def _open_manifest_locked(folder: ArchiveFolder, flags: int) -> int:
+    """Open the manifest (never through a link) and hold its flock. ``compactcli prune`` replaces
+    the manifest under the same lock, so a descriptor whose file is no longer the manifest once
+    the lock is held is dropped and the new manifest opened."""
     while True:
-        fd = os.open(manifest, flags | os.O_CLOEXEC, 0o600)
+        fd, held = folder.open_member(MANIFEST_NAME, flags)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            if os.fstat(fd).st_ino == os.stat(manifest).st_ino:
+            now = os.stat(MANIFEST_NAME, dir_fd=folder.fd, follow_symlinks=False)
+            if (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
                 return fd
         except FileNotFoundError:
             pass
@@ -310,13 +511,18 @@ def locked_manifest(archive_dir: Path) -> Iterator[bytes]:
     """Hold the manifest's lock (no append meanwhile) and give its content; b"" when there is none."""
     manifest = archive_dir / MANIFEST_NAME
     with _io_errors(manifest):
-        try:
-            fd = _open_manifest_locked(manifest, os.O_RDONLY)
-        except FileNotFoundError:
+        folder = ArchiveFolder.open(archive_dir, create=False)
+        if folder is None:
             yield b""
             return
-        with os.fdopen(fd, "rb") as f:
-            yield f.read()
+        with folder:
+            try:
+                fd = _open_manifest_locked(folder, os.O_RDONLY)
+            except FileNotFoundError:
+                yield b""
+                return
+            with os.fdopen(fd, "rb") as f:
+                yield f.read()
 
 
 def replace_manifest(archive_dir: Path, lines: list[bytes]) -> None:
@@ -340,16 +546,11 @@ def replace_manifest(archive_dir: Path, lines: list[bytes]) -> None:
 
 
 def require_private_dir(folder: Path) -> None:
-    """An existing archive folder is used only if it is a real directory (not a symlink) owned by
-    this user and not writable by group or others (docs/design.md 4, "Trust"); else exit 74."""
-    with _io_errors(folder):
-        st = os.lstat(folder)
-    if not stat.S_ISDIR(st.st_mode):
-        raise CompactError(f"{folder}: archive folder is not a directory (a symlink is not followed)", IO_ERR)
-    if st.st_uid != os.getuid():
-        raise CompactError(f"{folder}: archive folder belongs to another user", IO_ERR)
-    if st.st_mode & 0o022:
-        raise CompactError(f"{folder}: archive folder is writable by group or others", IO_ERR)
+    """An existing archive folder is used only if it is trusted (``ArchiveFolder.open``); else exit 74."""
+    opened = ArchiveFolder.open(folder, create=False)
+    if opened is None:
+        raise CompactError(f"{folder}: No such file or directory", IO_ERR)
+    opened.close()
 
 
 def parse_record(line: bytes) -> ArchiveRecord | None:
@@ -370,19 +571,45 @@ def _record_from(obj: object) -> ArchiveRecord | None:
     return ArchiveRecord(**fields)
 
 
-def history(path: Path, archive_dir: Path | None) -> list[ArchiveRecord]:
-    """Manifest entries whose source is ``path`` (resolved), oldest first.
+@dataclass(frozen=True)
+class History:
+    """A file's manifest entries, oldest first, and the manifest lines that could not be read."""
 
-    Lines that cannot be read (a line torn by a crash) are skipped: they describe no usable archive.
-    """
-    manifest = default_archive_dir(path, archive_dir) / MANIFEST_NAME
+    records: list[ArchiveRecord]
+    skipped: list[str]  # "<manifest>:<line>: why", for the user to see
+
+
+def read_history(path: Path, archive_dir: Path | None) -> History:
+    """Manifest entries whose source is ``path`` (the file a symlink points to). Reads only."""
+    folder_path = default_archive_dir(path, archive_dir)
     source = str(Path(path).resolve())
-    try:
-        raw = manifest.read_bytes()
-    except FileNotFoundError:
-        return []
-    records = (parse_record(line) for line in raw.splitlines())
-    return [record for record in records if record is not None and record.source == source]
+    manifest = folder_path / MANIFEST_NAME
+    with _io_errors(manifest):
+        folder = ArchiveFolder.open(folder_path, create=False)
+        if folder is None:
+            return History([], [])
+        with folder:
+            try:
+                fd, _ = folder.open_member(MANIFEST_NAME)
+            except FileNotFoundError:
+                return History([], [])
+            with open(fd, "rb") as f:
+                lines = f.read().splitlines()
+    records, skipped = [], []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        record = parse_record(line)
+        if record is None:
+            skipped.append(f"{manifest}:{number}: skipped: not a manifest record (a line torn by a crash?)")
+        elif record.source == source:
+            records.append(record)
+    return History(records, skipped)
+
+
+def history(path: Path, archive_dir: Path | None) -> list[ArchiveRecord]:
+    """Manifest entries whose source is ``path`` (resolved), oldest first; unreadable lines skipped."""
+    return read_history(path, archive_dir).records
 
 
 # ---------------------------------------------------------------- atomic replacement
@@ -488,28 +715,29 @@ class Replacement:
         Raises Busy, leaving the target untouched and nothing new in the archive, if it changed.
         ``archived`` is an archive_copy made earlier (when the new content names it); it is
         removed like a fresh one if the commit fails before the manifest records it.
+        A replacement that fails (EPERM, a full disk) takes its manifest line back and removes its
+        archive: the history never names a replacement that did not happen.
         """
         if self._done:
             raise ValueError("replacement already committed or discarded")
+        archive: Path | None = archived[0] if archived else None
         try:
             with _io_errors(self.target):
-                try:
-                    sha_after, size_after = self._flush()
-                    self._require_unchanged(expected)
-                except BaseException:
-                    if archived is not None:
-                        with contextlib.suppress(OSError):
-                            os.unlink(archived[0])
-                    raise
-                folder = default_archive_dir(self.target, archive_dir)
-                archive, sha_before, size_before = archived or archive_copy(self._real, folder)
-                try:
+                sha_after, size_after = self._flush()
+                self._require_unchanged(expected)
+                folder_path = default_archive_dir(self.target, archive_dir)
+                with _archive_folder(folder_path, for_file=self.target) as folder:
+                    if archived is None:
+                        archived = _archive_copy(self._real, folder, _utc_now, self._real.stem)
+                        archive = archived[0]
+                    _, sha_before, size_before = archived
                     if expected_sha256 is not None and sha_before != expected_sha256:
                         raise Busy(f"{self.target}: busy: changed while it was processed")
                     st = self._require_unchanged(expected)
                     self._take_mode(st)
+                    _refuse_open_writers(self.target, st)
                     record = ArchiveRecord(
-                        source=str(self.target.resolve()),
+                        source=str(self._real),
                         archive=str(archive),
                         sha256_before=sha_before,
                         size_before=size_before,
@@ -520,17 +748,26 @@ class Replacement:
                         version=__version__,
                         time=_iso_utc(_utc_now()),
                     )
-                    append_manifest(folder, record)
-                except BaseException:
-                    with contextlib.suppress(OSError):
-                        os.unlink(archive)
-                    raise
-                # The manifest fsync takes time: an append during it must not be replaced away.
-                # The archive stays: the manifest line names it.
-                self._require_unchanged(expected)
-                self._replace()
+                    manifest = _ManifestAppend(folder)
+                    try:
+                        manifest.append(record)
+                        try:
+                            # The manifest fsync takes time: an append during it must not be
+                            # replaced away.
+                            self._require_unchanged(expected)
+                            os.replace(self.temp_path, self._real)
+                        except BaseException:
+                            manifest.take_back()
+                            raise
+                        self._done = True
+                        archive = None  # recorded: it stays
+                    finally:
+                        manifest.close()
+                _fsync_dir(self._real.parent)
                 return record
         finally:
+            if archive is not None:
+                _remove_archive(archive)
             if not self._done:
                 self.discard()
 
@@ -553,6 +790,84 @@ class Replacement:
                 self.discard()
 
 
+@contextlib.contextmanager
+def output_file(target: Path) -> Iterator[BinaryIO]:
+    """Where ``-o PATH`` writes (DESIGN.md 4, "Output targets"). A regular file (or a new one) is
+    replaced atomically when the block ends without an error. Anything else — a device such as
+    /dev/null, a FIFO, a terminal — is written into, as the shell's ``>`` would, and never
+    replaced by a regular file."""
+    target = Path(target)
+    try:
+        st = os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise CompactError(f"{target}: is a directory; -o needs a file, a device or a FIFO", IO_ERR)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with _io_errors(target):
+            fd = os.open(target, os.O_WRONLY | os.O_CLOEXEC)  # never O_CREAT: it exists, as it is
+            with open(fd, "wb") as out:
+                yield out
+        return
+    with Replacement(target) as replacement:
+        yield replacement.file  # type: ignore[misc]
+        replacement.commit_new()
+
+
+# ---------------------------------------------------------------- writers holding the file open
+
+
+def _refuse_open_writers(target: Path, st: os.stat_result) -> None:
+    """Busy if another process holds ``target`` open for writing.
+
+    Such a writer (an agent keeping its transcript open) would go on appending to the replaced
+    inode after the replacement, and those lines would be lost. Linux shows open files in /proc;
+    an unprivileged user sees only their own processes, which is where such a writer runs.
+    Elsewhere (no /proc) this cannot be checked and is skipped.
+    """
+    writer = open_writer(st)
+    if writer is not None:
+        raise Busy(f"{target}: busy: process {writer} holds it open for writing; its appends would be lost")
+
+
+def open_writer(st: os.stat_result) -> int | None:
+    """The id of another process holding the file of ``st`` open for writing, if any."""
+    me = os.getpid()
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        if pid == me:
+            continue
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue  # gone, or another user's
+        for fd in fds:
+            try:
+                fst = os.stat(f"{fd_dir}/{fd}")
+            except OSError:
+                continue
+            if (fst.st_ino, fst.st_dev) != (st.st_ino, st.st_dev):
+                continue
+            if _open_for_writing(f"/proc/{pid}/fdinfo/{fd}"):
+                return pid
+    return None
+
+
+def _open_for_writing(fdinfo: str) -> bool:
+    try:
+        with open(fdinfo, encoding="ascii") as f:
+            for line in f:
+                if line.startswith("flags:"):
+                    return int(line.split()[1], 8) & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR)
+    except (OSError, ValueError):
+        pass
+    return False
+
+
 # ---------------------------------------------------------------- restore
 
 
@@ -561,19 +876,20 @@ def restore(path: Path, archive_dir: Path | None, *, which: int = -1) -> Archive
 
     The current file is archived first, as for any in-place command ("restore"), so a restore
     can be undone by restoring again. Takes the file's lock itself. A deleted transcript is
-    recreated; its record then has an empty ``archive`` and size 0 before.
+    recreated; its record then has an empty ``archive`` and size 0 before. Only archives inside
+    the archive folder are read: a manifest line naming a file elsewhere is refused.
     """
     path = Path(path)
-    folder = default_archive_dir(path, archive_dir)
-    with file_lock(path, archive_dir):
+    folder_path = default_archive_dir(path, archive_dir)
+    with file_lock(path):
         entries = history(path, archive_dir)
         if not entries:
-            raise CompactError(f"{path}: no archived original of {path} in {folder}", CHECK_FAILED)
+            raise CompactError(f"{path}: no archived original of {path} in {folder_path}", CHECK_FAILED)
         try:
             entry = entries[which]
         except IndexError:
             raise CompactError(
-                f"{path}: no history entry {which} ({len(entries)} in {folder})", CHECK_FAILED
+                f"{path}: no history entry {which} ({len(entries)} in {folder_path})", CHECK_FAILED
             ) from None
         if not entry.archive:
             raise CompactError(
@@ -581,25 +897,33 @@ def restore(path: Path, archive_dir: Path | None, *, which: int = -1) -> Archive
                 CHECK_FAILED,
             )
         archived = Path(entry.archive)
-        with _io_errors(archived):
-            sha, _ = _hash_file(archived)
-        if sha != entry.sha256_before:
-            raise CompactError(
-                f"{archived}: archive does not match its manifest sha256 "
-                f"({sha[:12]} != {entry.sha256_before[:12]}); not restored",
-                IO_ERR,
-            )
         options = {"which": which, "from": entry.archive}
         with Replacement(path) as repl:
-            with _io_errors(archived), open(archived, "rb") as src:
-                while chunk := src.read(_CHUNK):
-                    repl.file.write(chunk)
+            with _io_errors(archived), _archive_folder(folder_path, create=False, for_file=path) as folder:
+                if not folder.same_folder(archived.parent):
+                    raise Untrusted(
+                        f"{archived}: the manifest names a file outside the archive folder {folder_path}; "
+                        "not restored"
+                    )
+                fd, _ = folder.open_member(archived.name)
+                h = hashlib.sha256()
+                with open(fd, "rb") as src:
+                    while chunk := src.read(_CHUNK):
+                        h.update(chunk)
+                        repl.file.write(chunk)
+                sha = h.hexdigest()
+            if sha != entry.sha256_before:
+                raise CompactError(
+                    f"{archived}: archive does not match its manifest sha256 "
+                    f"({sha[:12]} != {entry.sha256_before[:12]}); not restored",
+                    IO_ERR,
+                )
             try:
                 expected = snapshot(path)
             except FileNotFoundError:
-                return _restore_missing(path, folder, repl, entry, options)
+                return _restore_missing(path, folder_path, repl, entry, options)
             return repl.commit_in_place(
-                expected=expected, archive_dir=folder, command="restore", options=options
+                expected=expected, archive_dir=folder_path, command="restore", options=options
             )
 
 
@@ -618,6 +942,15 @@ def _restore_missing(
         version=__version__,
         time=_iso_utc(_utc_now()),
     )
-    append_manifest(folder, record)
-    repl.commit_new()
+    with _io_errors(folder / MANIFEST_NAME), _archive_folder(folder) as opened:
+        manifest = _ManifestAppend(opened)
+        try:
+            manifest.append(record)
+            try:
+                repl.commit_new()
+            except BaseException:
+                manifest.take_back()
+                raise
+        finally:
+            manifest.close()
     return record

@@ -486,9 +486,7 @@ def test_min_age_skips_a_fresh_file_and_takes_an_old_one(transcript: Path) -> No
 
 LOCKER = r"""
 import fcntl, os, sys
-folder, name = sys.argv[1:3]
-os.makedirs(folder, mode=0o700, exist_ok=True)
-fd = os.open(os.path.join(folder, name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+fd = os.open(sys.argv[1], os.O_RDONLY)  # the lock is an flock on the transcript itself
 fcntl.flock(fd, fcntl.LOCK_EX)
 print("locked", flush=True)
 sys.stdin.read()
@@ -497,7 +495,7 @@ sys.stdin.read()
 
 def test_file_locked_by_another_process_is_busy_75(transcript: Path) -> None:
     locker = subprocess.Popen(
-        [sys.executable, "-c", LOCKER, str(transcript.parent / ".transcripts"), transcript.name],
+        [sys.executable, "-c", LOCKER, str(transcript)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

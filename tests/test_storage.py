@@ -28,7 +28,6 @@ from compactcli.storage import (
     default_archive_dir,
     file_lock,
     history,
-    lock_name,
     restore,
     snapshot,
 )
@@ -89,7 +88,7 @@ def umask(value: int) -> Iterator[None]:
 
 HOLD_LOCK = """
 import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fd = os.open(sys.argv[1], os.O_RDONLY)
 fcntl.flock(fd, fcntl.LOCK_EX)
 print("locked", flush=True)
 sys.stdin.readline()
@@ -98,7 +97,6 @@ sys.stdin.readline()
 
 @contextmanager
 def lock_held_elsewhere(lock_path: Path) -> Iterator[subprocess.Popen]:
-    lock_path.parent.mkdir(mode=0o700, exist_ok=True)
     proc = subprocess.Popen(
         [sys.executable, "-c", HOLD_LOCK, str(lock_path)],
         stdin=subprocess.PIPE,
@@ -146,12 +144,9 @@ def test_archive_modes_are_private_whatever_the_umask(tmp_path: Path, mask: int)
     src = make(tmp_path / "t.jsonl")
     with umask(mask):
         archived, _, _ = archive_copy(src, None)
-        with file_lock(src, None):
-            pass
         append_manifest(tmp_path / ".transcripts", compact_record())
     assert mode(tmp_path / ".transcripts") == 0o700
     assert mode(archived) == 0o600
-    assert mode(tmp_path / ".transcripts" / "t.jsonl.lock") == 0o600
     assert mode(tmp_path / ".transcripts" / "manifest.jsonl") == 0o600
 
 
@@ -186,10 +181,10 @@ def test_unusable_archive_dir_is_io_error(tmp_path: Path) -> None:
     assert err.value.exit_code == IO_ERR
     assert str(src) in str(err.value)
     with pytest.raises(CompactError) as err:
-        with file_lock(src, blocker):
-            pass
+        compact(src, archive_dir=blocker)
     assert err.value.exit_code == IO_ERR
     assert str(blocker) in str(err.value)
+    assert src.read_bytes() == ORIGINAL
 
 
 # ---------------------------------------------------------------- manifest and history
@@ -276,8 +271,8 @@ def test_commit_replaces_keeps_mode_and_leaves_nothing_beside(tmp_path: Path) ->
     assert os.stat(src).st_ino != inode  # a new file, renamed over the old one
     assert sorted(os.listdir(tmp_path)) == [".transcripts", "t.jsonl"]
     inside = set(os.listdir(tmp_path / ".transcripts"))
-    archives = inside - {"manifest.jsonl", "t.jsonl.lock"}
-    assert len(inside) == 3 and len(archives) == 1
+    archives = inside - {"manifest.jsonl"}
+    assert len(inside) == 2 and len(archives) == 1
     assert NAME_RE.match(archives.pop())
 
 
@@ -358,7 +353,10 @@ def test_commit_through_symlink_keeps_the_link(tmp_path: Path) -> None:
     assert mode(real) == 0o600
     assert record.source == str(real)
     assert Path(record.archive).read_bytes() == ORIGINAL
-    assert sorted(os.listdir(real_dir)) == ["t.jsonl"]
+    # The archive belongs to the file, not to the link (DESIGN.md 4, "Output targets").
+    assert Path(record.archive).parent == real_dir / ".transcripts"
+    assert sorted(os.listdir(tmp_path)) == ["link.jsonl", "real"]
+    assert history(link, None) == history(real, None) == [record]
 
 
 # ---------------------------------------------------------------- Replacement lifecycle
@@ -413,11 +411,11 @@ def test_commit_new_uses_umask_for_a_new_file(tmp_path: Path) -> None:
 
 def test_lock_held_by_another_process_is_busy(tmp_path: Path) -> None:
     src = make(tmp_path / "t.jsonl")
-    with lock_held_elsewhere(tmp_path / ".transcripts" / "t.jsonl.lock"):
+    with lock_held_elsewhere(src):
         with pytest.raises(Busy) as err:
             with file_lock(src, None):
                 pytest.fail("lock should not have been granted")
-        assert str(err.value) == f"{src}: busy: another compactcli process holds the lock"
+        assert str(err.value) == f"{src}: busy: another compactcli process is rewriting it"
         assert err.value.exit_code == BUSY
         with pytest.raises(Busy):
             restore(src, None)
@@ -427,7 +425,7 @@ def test_lock_held_by_another_process_is_busy(tmp_path: Path) -> None:
 
 def test_lock_is_released_when_holder_dies(tmp_path: Path) -> None:
     src = make(tmp_path / "t.jsonl")
-    with lock_held_elsewhere(tmp_path / ".transcripts" / "t.jsonl.lock") as proc:
+    with lock_held_elsewhere(src) as proc:
         proc.kill()
         proc.wait(timeout=10)
         with file_lock(src, None):
@@ -438,11 +436,10 @@ def test_lock_excludes_a_second_holder_in_the_same_process(tmp_path: Path) -> No
     src = make(tmp_path / "t.jsonl")
     arch = tmp_path / "custom"
     with file_lock(src, arch):
-        assert (arch / lock_name(src, arch)).exists()
         with pytest.raises(Busy):
             with file_lock(src, arch):
                 pass
-    assert sorted(os.listdir(tmp_path)) == ["custom", "t.jsonl"]
+    assert sorted(os.listdir(tmp_path)) == ["t.jsonl"]  # no lock file anywhere
 
 
 def test_same_name_in_two_folders_with_one_archive_dir_do_not_lock_each_other(tmp_path: Path) -> None:
@@ -451,7 +448,6 @@ def test_same_name_in_two_folders_with_one_archive_dir_do_not_lock_each_other(tm
     (tmp_path / "b").mkdir()
     one = make(tmp_path / "a" / "session.jsonl")
     two = make(tmp_path / "b" / "session.jsonl")
-    assert lock_name(one, shared) != lock_name(two, shared)
     with file_lock(one, shared), file_lock(two, shared):
         pass
     with file_lock(one, shared), pytest.raises(Busy), file_lock(one, shared):

@@ -37,6 +37,7 @@ from compactcli.transcript import ON_INVALID, STDIN
 
 ESTIMATORS = ("seed", "heuristic", "api")
 WHAT_IF_ARCHIVE = "(not archived: what-if run)"
+READ_ONLY_ARCHIVE = "(not archived: give -o, --timeline or --archive-dir to keep it)"
 
 HELP = """Re-run a recorded transcript turn by turn as the agent loop would, and show when each layer
 fires.
@@ -88,9 +89,10 @@ Outputs:
     'compactcli[plot]'); without it --plot is a usage error (exit 2)
     before anything runs.
 
-Each simulated compaction archives the context it replaces (JSONL in the input's dialect) in
---archive-dir (default .transcripts/ beside PATH; stdin: ./.transcripts/), named like any archive,
-and the summary message names that file. No manifest line is written: the archive of a simulated
+With -o, --timeline or --archive-dir, each simulated compaction archives the context it replaces
+(JSONL in the input's dialect) in --archive-dir (default .transcripts/ beside PATH; stdin:
+./.transcripts/), named like any archive, and the summary message names that file; without them
+replay only reads and writes nothing. No manifest line is written: the archive of a simulated
 context is no earlier version of PATH, and `restore` must never put it back.
 
 What-if: several comma-separated values of --threshold and/or --keep replay every combination and
@@ -234,8 +236,11 @@ def replay(
                 return
             limit, keep = combos[0]
             options = micro_settings({**layer, "keep": keep})
-            folder = storage.default_archive_dir(source.place, Path(archive_dir) if archive_dir else None)
-            run = _new_replay(dialect, count, summarizer, archiver(source, dialect, folder), limit, options)
+            archive = lambda entries: READ_ONLY_ARCHIVE  # noqa: E731
+            if output or timeline or archive_dir:  # a plain replay only reads (DESIGN.md 4)
+                folder = storage.default_archive_dir(source.place, Path(archive_dir) if archive_dir else None)
+                archive = archiver(source, dialect, folder)
+            run = _new_replay(dialect, count, summarizer, archive, limit, options)
             result = source.run(run, on_invalid)
             if timeline:
                 write_timeline(Path(timeline), result)

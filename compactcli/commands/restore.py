@@ -80,7 +80,10 @@ def _transcripts(path: Path, archive_dir: Path | None) -> list[tuple[Path, Path 
 
 
 def _show_history(path: Path, folder: Path | None, as_json: bool) -> None:
-    entries = storage.history(path, folder)
+    found = storage.read_history(path, folder)
+    for problem in found.skipped:
+        click.echo(f"warning: {problem}", err=True)
+    entries = found.records
     if not entries:
         click.echo(f"{path}: no history in {storage.default_archive_dir(path, folder)}", err=True)
         return
