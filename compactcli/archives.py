@@ -57,7 +57,9 @@ def targets(path: Path, archive_dir: Path | None) -> list[tuple[Path, Callable[[
     `archive_dir`), the entries of transcripts inside the folder. An archive folder: all its entries.
     """
     if not path.is_dir():
-        folder = archive_dir if archive_dir is not None else path.parent / ARCHIVE_DIR_NAME
+        # the archive of a file named through a symlink is beside the file it points to
+        real = Path(os.path.realpath(path))
+        folder = archive_dir if archive_dir is not None else real.parent / ARCHIVE_DIR_NAME
         source = str(path.resolve())
         return [(folder, lambda name: name == source)]
     if is_archive_dir(path, {archive_dir.resolve()} if archive_dir else set()):
