@@ -32,6 +32,7 @@ from compactcli import tokens as tok
 from compactcli.dialects import CLAUDE_CODE, Dialect
 from compactcli.dialects.claude_code import is_compact_boundary, is_sidechain
 from compactcli.layers.estimate import HeavyResult, TopResults, UsageTracker, is_synthetic
+from compactcli.layers.micro import MicroIndex, MicroOptions, cleared
 
 METHODS = ("seed", "heuristic", "api", "usage")
 DEFAULT_METHOD = "heuristic"
@@ -158,6 +159,8 @@ class ContextCounter:
         self._has_main = not self._claude_code
         self._api_tokens: int | None = None
         self._instructions: dict | None = None
+        # --top lists only what micro would clear (with its default options): micro's own index decides
+        self._micro = MicroIndex(dialect) if top else None
 
     def _new(self, start: int) -> _Conversation:
         return _Conversation(self.method, self.detail, self.top_size, start)
@@ -166,6 +169,8 @@ class ContextCounter:
 
     def add(self, record: dict, line: int = 0) -> None:
         """One parsed record; `line` (1-based) names tool results in :attr:`top`."""
+        if self._micro is not None:
+            self._micro.add(line, record)
         if not self._claude_code:
             self._add_record(record, line)
             return
@@ -314,7 +319,10 @@ class ContextCounter:
     @property
     def top(self) -> list[HeavyResult]:
         conv = self.active
-        return conv.top.result(conv.tool_names) if conv.top is not None else []
+        if conv.top is None or self._micro is None:
+            return []
+        clearable = {(fact.line, fact.tool_use_id or "") for fact, _ in cleared(self._micro, MicroOptions())}
+        return conv.top.result(conv.tool_names, clearable)
 
     @property
     def tokens(self) -> int | None:

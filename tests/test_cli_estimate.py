@@ -381,34 +381,69 @@ def test_table_has_a_total_line_and_the_share_of_the_limit(two_files: tuple[Path
     assert result.stderr.strip() == f"2 files, {expected_total:,} tokens (seed), 0 over 10,000"
 
 
-def test_top_lists_the_heaviest_tool_results_with_tool_and_line(tmp_path: Path) -> None:
+def test_top_lists_the_heaviest_results_micro_would_clear_with_tool_and_line(tmp_path: Path) -> None:
     records = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": [use("a", "Bash", command="ls")]},
-        {"role": "user", "content": [result("a", "short")]},
+        {"role": "user", "content": [result("a", "short")]},  # 3: at most --min-chars: kept by micro
         {
             "role": "assistant",
             "content": [use("b", "Read", file_path="x"), use("c", "Grep", pattern="y")],
         },
+        # 5: Read is preserved by micro (the heaviest result, yet not listed); Grep is cleared
+        {"role": "user", "content": [result("b", "long line\n" * 300), result("c", "medium\n" * 50)]},
+        {"role": "assistant", "content": [use("d", "Bash", command="make"), use("e", "Bash", command="ls")]},
+        {"role": "user", "content": [result("d", "build log\n" * 200)]},  # 7: cleared
         {
-            "role": "user",
-            "content": [result("b", "long line\n" * 300), result("c", "medium\n" * 50)],
+            "role": "assistant",
+            "content": [use("f", "Bash", command="make test"), use("g", "Bash", command="df")],
         },
+        # 9, 10 and 11 hold the last three results: kept by micro
+        {"role": "user", "content": [result("e", "listing\n" * 400)]},
+        {"role": "user", "content": [result("f", "test log\n" * 400)]},
+        {"role": "user", "content": [result("g", "disk usage\n" * 400)]},
     ]
     path = write(tmp_path / "t.jsonl", records)
-    top = one(path, "--top", 2)["top"]
-    assert [(t["tool"], t["line"]) for t in top] == [("Read", 5), ("Grep", 5)]
+    top = one(path, "--top", 5)["top"]
+    assert [(t["tool"], t["line"]) for t in top] == [("Bash", 7), ("Grep", 5)]
     assert top[0]["tokens"] > top[1]["tokens"] > 0
-    table = run(path, "--top", 2).stdout
-    assert f"    {path}:5: Read result, {top[0]['tokens']:,} tokens" in table
+    table = run(path, "--top", 1).stdout
+    assert f"    {path}:7: Bash result, {top[0]['tokens']:,} tokens" in table
+    assert "Grep result" not in table
 
 
-def test_top_results_keeps_the_heaviest_in_a_bounded_heap() -> None:
+def test_top_results_keeps_the_heaviest_of_the_clearable() -> None:
     top = TopResults(2)
     for tokens, line in [(5, 1), (50, 2), (7, 3), (50, 4), (1, 5)]:
         top.add(tokens, line, f"id{line}")
-    picked = top.result({"id2": "Bash"})
+    every = {(line, f"id{line}") for line in range(1, 6)}
+    picked = top.result({"id2": "Bash"}, every)
     assert [(h.tokens, h.line, h.tool) for h in picked] == [(50, 2, "Bash"), (50, 4, "unknown")]
+    picked = top.result({}, every - {(2, "id2")})
+    assert [(h.tokens, h.line) for h in picked] == [(50, 4), (7, 3)]
+
+
+@pytest.mark.parametrize(
+    "sample",
+    sorted((Path(__file__).resolve().parent.parent / "samples").glob("*/*.jsonl")),
+    ids=lambda p: p.name,
+)
+def test_top_names_exactly_the_lines_micro_changes(sample: Path, tmp_path: Path) -> None:
+    listed = run_cli("estimate", "--top", 1000, "--json", sample, text=True)
+    assert listed.returncode == 0, listed.stderr
+    top_lines = {item["line"] for item in json.loads(listed.stdout)["top"]}
+    out = tmp_path / "out.jsonl"
+    assert run_cli("micro", "-o", out, sample).returncode == 0
+    before, after = sample.read_bytes().splitlines(), out.read_bytes().splitlines()
+    changed = {n for n, (old, new) in enumerate(zip(before, after, strict=True), 1) if old != new}
+    if sample.parent.name == "claude-code":
+        # estimate counts the main conversation after the last compaction; micro also clears before
+        # it and in sub-agent conversations
+        assert top_lines <= changed
+        assert top_lines
+    else:
+        assert top_lines == changed
+    assert all(item["tool"] not in ("Read", "read_file") for item in json.loads(listed.stdout)["top"])
 
 
 # --- bad input, stdin, jobs -----------------------------------------------------------------------

@@ -84,25 +84,28 @@ class HeavyResult:
 
 
 class TopResults:
-    """The `size` heaviest tool results seen, kept in a bounded heap."""
+    """The `size` heaviest tool results seen that micro would clear.
+
+    Which ones micro clears is known only at the end (the last `keep` are kept), so every result is
+    remembered: a few numbers each, as micro's own index does.
+    """
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._heap: list[HeavyResult] = []
+        self._seen: list[HeavyResult] = []
 
     def add(self, tokens: int, line: int, tool_use_id: object) -> None:
-        if self.size <= 0:
-            return
-        item = HeavyResult(tokens, -line, str(tool_use_id or ""))  # -line: on ties the earlier wins
-        if len(self._heap) < self.size:
-            heapq.heappush(self._heap, item)
-        elif item > self._heap[0]:
-            heapq.heapreplace(self._heap, item)
+        if self.size > 0:
+            self._seen.append(
+                HeavyResult(tokens, -line, str(tool_use_id or ""))
+            )  # -line: ties go to the earlier
 
-    def result(self, names: dict[str, str]) -> list[HeavyResult]:
-        """Heaviest first, with tool names looked up by tool_use id."""
+    def result(self, names: dict[str, str], clearable: set[tuple[int, str]]) -> list[HeavyResult]:
+        """Heaviest first among the results in `clearable` ((line, tool_use_id) pairs), with tool
+        names looked up by tool_use id."""
+        mine = (item for item in self._seen if (-item.line, item.tool_use_id) in clearable)
         out = []
-        for item in sorted(self._heap, reverse=True):
+        for item in heapq.nlargest(self.size, mine):
             name = names.get(item.tool_use_id, "unknown")
             out.append(HeavyResult(item.tokens, -item.line, item.tool_use_id, name))
         return out

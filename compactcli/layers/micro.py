@@ -126,9 +126,9 @@ Plan = dict[int, list[tuple[int, str]]]  # line -> [(slot, new content)]
 COPY_SLOT = -2  # marks the clearing of a UI copy (a record of its own that repeats one result)
 
 
-def plan(index: MicroIndex, options: MicroOptions) -> Plan:
-    """Which results to clear: all but the last `keep` of each conversation, less the exceptions."""
-    clears: Plan = {}
+def cleared(index: MicroIndex, options: MicroOptions) -> Iterable[tuple[ResultFact, str]]:
+    """Each result micro clears, with its placeholder: all but the last `keep` of each conversation,
+    less the exceptions."""
     for facts in index.results.values():
         if len(facts) <= options.keep:
             continue
@@ -136,10 +136,17 @@ def plan(index: MicroIndex, options: MicroOptions) -> Plan:
         for fact in old:
             placeholder = options.placeholder_for(fact, index.tool_name(fact.tool_use_id))
             if placeholder is not None:
-                clears.setdefault(fact.line, []).append((fact.slot, placeholder))
-                # The UI's copy of a cleared result would keep what was cleared.
-                for line in index.copies.get(fact.tool_use_id or "", ()):
-                    clears.setdefault(line, []).append((COPY_SLOT, placeholder))
+                yield fact, placeholder
+
+
+def plan(index: MicroIndex, options: MicroOptions) -> Plan:
+    """Which results to clear, by line."""
+    clears: Plan = {}
+    for fact, placeholder in cleared(index, options):
+        clears.setdefault(fact.line, []).append((fact.slot, placeholder))
+        # The UI's copy of a cleared result would keep what was cleared.
+        for line in index.copies.get(fact.tool_use_id or "", ()):
+            clears.setdefault(line, []).append((COPY_SLOT, placeholder))
     return clears
 
 
