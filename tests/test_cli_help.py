@@ -11,7 +11,7 @@ import pytest
 
 import compactcli
 
-COMMANDS = ["micro", "summarize", "estimate", "replay", "validate", "restore", "config"]
+COMMANDS = ["micro", "summarize", "estimate", "replay", "validate", "restore", "prune", "config"]
 
 
 def compactcli_run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -55,3 +55,27 @@ def test_shell_completion_documented_in_help_works() -> None:
     run = compactcli_run(env=dict(os.environ, _COMPACTCLI_COMPLETE="bash_source"))
     assert run.returncode == 0
     assert "complete -o nosort -F _compactcli_completion compactcli" in run.stdout
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_help_page_fits_80_columns_and_shows_pasteable_examples(command: str) -> None:
+    run = compactcli_run(command, "--help", env=dict(os.environ, COLUMNS="80"))
+    assert run.returncode == 0
+    too_wide = [line for line in run.stdout.splitlines() if len(line) > 80]
+    assert too_wide == []
+    after = run.stdout.split("Examples:\n", 1)
+    assert len(after) == 2, "an Examples: section"
+    examples = []
+    for line in after[1].splitlines():
+        if not line.strip():
+            break
+        examples.append(line.strip())
+    assert len(examples) >= 2
+    assert all("compactcli " in line and f" {command}" in line for line in examples), examples
+
+
+@pytest.mark.parametrize("command", ["micro", "summarize", "estimate", "validate"])
+def test_jobs_is_described(command: str) -> None:
+    page = compactcli_run(command, "--help").stdout
+    [line] = [line for line in page.splitlines() if "-j, --jobs" in line]
+    assert "parallel" in line

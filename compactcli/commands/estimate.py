@@ -25,28 +25,41 @@ sub-agent (sidechain) records only is counted as its own conversation.
 
 \b
 Methods (--method):
-  heuristic  calibrated estimate of what the model is billed for the messages (default;
-             about 8% median error on recorded sessions, see --calibrate)
+  heuristic  calibrated estimate of what the model is billed for the
+             messages (default; about 8% median error on recorded
+             sessions, see --calibrate)
   seed       len(str(messages)) // 4, the reference agent loop's trigger
-  api        messages.count_tokens (exact; needs ANTHROPIC_API_KEY; --model); answers are
-             cached by content hash under $XDG_CACHE_HOME/compactcli (--no-cache to skip)
-  usage      the context recorded at the last model call (Claude Code usage fields), which
-             also holds the system prompt and tool definitions that transcripts do not; a
-             file without any is reported as "no usage recorded" and fails --max-tokens (1)
+  api        messages.count_tokens (exact; needs ANTHROPIC_API_KEY;
+             --model); answers are cached by content hash under
+             $XDG_CACHE_HOME/compactcli (--no-cache to skip)
+  usage      the context recorded at the last model call (Claude Code
+             usage fields), which also holds the system prompt and tool
+             definitions that transcripts do not; a file without any is
+             reported as "no usage recorded" and fails --max-tokens (1)
 
 \b
 Output (--format, on stdout):
-  table   tokens, share of --max-tokens, the heuristic's split (text, tool inputs, tool
-          outputs, thinking, images), messages, tool results, bytes; then a total line
+  table   tokens, share of --max-tokens, the heuristic's split (text, tool
+          inputs, tool outputs, thinking, images), messages, tool results,
+          bytes; then a total line
   json    one JSON object per file (JSON lines)
   csv     a header, then one row per file
-  github  ::error annotations for files over --max-tokens (or failing); nothing for the rest
+  github  ::error annotations for files over --max-tokens (or failing);
+          nothing for the rest
 
 The category split is always the heuristic's; with another method it shows where the tokens
-are. --top N lists the N heaviest tool results (line, tool, tokens): what micro could clear.
+are. --top N lists the N heaviest tool results that micro would clear with its default options
+(line, tool, tokens): what micro would save.
 
 --calibrate: PATHS are Claude Code sessions; print each method's error against their recorded
 usage instead.
+
+\b
+Examples:
+  compactcli estimate ~/.claude/projects
+  compactcli estimate --max-tokens 150000 --format github transcripts/
+  compactcli estimate --top 5 session.jsonl
+  compactcli estimate --method usage --format csv transcripts/ > usage.csv
 """
 
 

@@ -21,6 +21,14 @@ def micro(inputs: Inputs, writes: Writes, **layer):
 
     PATHS are files, folders (searched for --glob) or '-' for stdin. Files are rewritten in place, the
     original archived first; stdin goes to stdout.
+
+    \b
+    Examples:
+      compactcli micro ~/.claude/projects --min-age 600
+      compactcli micro --check transcripts/
+      compactcli micro --diff session.jsonl | less
+      compactcli micro --keep 10 --preserve Read --preserve Grep session.jsonl
+      cat session.jsonl | compactcli micro - > compacted.jsonl
     """
     options = micro_settings(layer)
     items = runner.find_inputs(inputs.paths, inputs.glob, writes.archive_dir, writes.output)

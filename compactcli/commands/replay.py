@@ -99,6 +99,12 @@ What-if: several comma-separated values of --threshold and/or --keep replay ever
 print a table (compactions, summarizer calls, peak and final tokens); nothing is written (no
 archives, timeline, -o or plot). Every combination runs the summarizer: with the anthropic backend
 that means real API calls for each one (--backend digest costs nothing).
+
+\b
+Examples:
+  compactcli replay session.jsonl --backend digest
+  compactcli replay session.jsonl --timeline timeline.csv --plot tokens.png
+  compactcli replay session.jsonl --threshold 30000,50000,80000 --keep 3,10
 """
 
 

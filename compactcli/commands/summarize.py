@@ -53,6 +53,13 @@ before the cut are dropped (they are in the archive), except `summary` title lin
 messages stay on top. --check, --diff and --dry-run never call a model.
 
 An API failure (after the SDK's retries) leaves the file untouched, with no archive: exit 69.
+
+\b
+Examples:
+  compactcli summarize --backend digest session.jsonl
+  compactcli summarize --focus "the database migration" session.jsonl
+  compactcli summarize --threshold 100000 --jobs 4 ~/.claude/projects
+  compactcli summarize --keep-last 6 -o - session.jsonl > short.jsonl
 """
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from functools import partial
 from typing import BinaryIO
 
@@ -67,7 +68,11 @@ def summary(outcomes: list[Outcome]) -> str:
     return ", ".join(parts)
 
 
-_RULES_HELP = "\n".join(f"  {name}: {meaning}" for name, meaning in RULES.items())
+# Help pages keep to 80 columns; \b blocks are not wrapped by click, so the rules are wrapped here.
+_RULES_HELP = "\n".join(
+    textwrap.fill(f"{name}: {meaning}", 76, initial_indent="  ", subsequent_indent="    ")
+    for name, meaning in RULES.items()
+)
 
 HELP = f"""Check that transcripts are still valid Messages API conversations.
 
@@ -85,10 +90,18 @@ Rules:
 
 \b
 Accepted on purpose:
-  a conversation that starts with an assistant message (the first-party API takes it;
-    some platforms such as Amazon Bedrock do not);
-  tool uses of the last assistant turn without results (the next call supplies them);
-  OpenAI system and developer messages anywhere but inside a run of tool messages.
+  a conversation that starts with an assistant message (the first-party
+    API takes it; some platforms such as Amazon Bedrock do not);
+  tool uses of the last assistant turn without results (the next call
+    supplies them);
+  OpenAI system and developer messages anywhere but inside a run of tool
+    messages.
+
+\b
+Examples:
+  compactcli validate ~/.claude/projects
+  compactcli validate --json transcripts/ > violations.jsonl
+  compactcli micro -o - session.jsonl | compactcli validate -
 """
 
 
