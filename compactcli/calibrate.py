@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from compactcli import dialects
+from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.tokens import HeuristicCounter, SeedCounter, starts_turn, thinking_persists
 
 MIN_GROWTH = 200
@@ -86,18 +88,19 @@ def _context(usage: object) -> int:
     return sum(v for k in keys if isinstance(v := usage.get(k), int))
 
 
-def _is_chat(record: dict) -> bool:
-    return record.get("type") in ("user", "assistant") and isinstance(record.get("message"), dict)
-
-
 def walk(
     records: Iterable[dict | None],
     estimators: Mapping[str, Callable[[], Estimator]] = ESTIMATORS,
     min_growth: int = MIN_GROWTH,
+    dialect: Dialect | None = None,
 ) -> list[Interval]:
-    """The intervals between consecutive model calls of one session, with estimated growth."""
+    """The intervals between consecutive model calls of one session, with estimated growth
+    (`dialect`: the session's; by default detected from its records)."""
     records = list(records)
-    sidechain = not any(r and _is_chat(r) and not r.get("isSidechain") for r in records)
+    if dialect is None:
+        lines = (json.dumps(r).encode() + b"\n" for r in records if r is not None)
+        dialect = dialects.detect(lines, "<records>") or dialects.DEFAULT
+    sidechain = not any(r and dialect.message(r) is not None and not dialect.is_side(r) for r in records)
     counters = {name: make() for name, make in estimators.items()}
     intervals: list[Interval] = []
     last: tuple[int, dict[str, Any]] | None = None  # (recorded context, estimates) at last call
@@ -116,32 +119,33 @@ def walk(
         if record is None:
             torn = torn_turn = True
             continue
-        if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
+        compaction = dialect.compaction(record)
+        if compaction == BOUNDARY:
             restart()
             continue
-        if not _is_chat(record) or bool(record.get("isSidechain")) != sidechain:
+        message = dialect.message(record)
+        if message is None or dialect.is_side(record) != sidechain:
             continue
-        message = record["message"]
-        if record.get("isCompactSummary"):
+        if compaction == SUMMARY:
             restart()
         if starts_turn(message):
             # A model that drops the thinking of earlier turns drops it now: unknown if a line
             # of the turn was unreadable.
             torn = torn or (torn_turn and not keep_thinking)
             torn_turn = False
-        if record["type"] == "assistant":
-            if record.get("isApiErrorMessage") or message.get("model") == "<synthetic>":
+        if message.get("role") == "assistant":
+            if dialect.is_synthetic(record):
                 continue
             keep_thinking = thinking_persists(message.get("model"))
             _set_model(counters, keep_thinking)
-            context = _context(message.get("usage"))
-            if context and message.get("id") != call_id:
+            context = _context(dialect.usage(record))
+            if context and dialect.call_id(record) != call_id:
                 now = {name: counter.tokens for name, counter in counters.items()}
                 if last is not None:
                     growth = context - last[0]
                     estimated = {name: now[name] - last[1][name] for name in now}
                     intervals.append(Interval(line, growth, estimated, _skip(growth, torn, min_growth)))
-                last, call_id, torn = (context, now), message.get("id"), False
+                last, call_id, torn = (context, now), dialect.call_id(record), False
         for counter in counters.values():
             counter.add(message)
     return intervals

@@ -1,6 +1,6 @@
 """The active context of a transcript and its size in tokens, counted while the records stream by.
 
-What is counted (DESIGN.md 3, estimate):
+What is counted (docs/design.md, "Layers"):
 
 * Claude Code: the main conversation from its last compaction on (a `compact_boundary` system
   record, or an `isCompactSummary` user record, which older versions write without a boundary).
@@ -29,9 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from compactcli import tokens as tok
-from compactcli.dialects import CLAUDE_CODE, Dialect
-from compactcli.dialects.claude_code import is_compact_boundary, is_sidechain
-from compactcli.layers.estimate import HeavyResult, TopResults, UsageTracker, is_synthetic
+from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
+from compactcli.layers.estimate import HeavyResult, TopResults, UsageTracker
 from compactcli.layers.micro import MicroIndex, MicroOptions, cleared
 
 METHODS = ("seed", "heuristic", "api", "usage")
@@ -152,11 +151,11 @@ class ContextCounter:
         self.model = model
         self.cache = cache if cache is not None else TokenCache(None)
         self.client = client
-        self._claude_code = dialect.name == CLAUDE_CODE.name
         self._main = self._new(0)
-        # Sidechain records count only while no main-chain message has been seen.
-        self._side: _Conversation | None = self._new(0) if self._claude_code else None
-        self._has_main = not self._claude_code
+        # Sub-agent records count only while no main-conversation message has been seen.
+        sides = dialect.has_side_conversations
+        self._side: _Conversation | None = self._new(0) if sides else None
+        self._has_main = not sides
         self._api_tokens: int | None = None
         self._instructions: dict | None = None
         # --top lists only what micro would clear (with its default options): micro's own index decides
@@ -171,54 +170,43 @@ class ContextCounter:
         """One parsed record; `line` (1-based) names tool results in :attr:`top`."""
         if self._micro is not None:
             self._micro.add(line, record)
-        if not self._claude_code:
-            self._add_record(record, line)
-            return
-        if is_sidechain(record):
+        dialect = self.dialect
+        if dialect.is_side(record):
             if self._has_main:
                 return
             conversation = self._side
         else:
             conversation = self._main
         assert conversation is not None
-        if is_compact_boundary(record):
-            self._restart(conversation, line)
+        compaction = dialect.compaction(record)
+        if compaction == BOUNDARY:
+            conversation = self._restart(conversation, line)
+            for entry in dialect.restarted_with(record):  # what the new context starts with
+                if (message := dialect.message(entry)) is not None:
+                    self._add(conversation, entry, message, line)
             return
-        message = self.dialect.message(record)
+        if conversation.usage is not None:
+            usage = dialect.usage(record)
+            if usage is not None:
+                conversation.usage.add(usage, dialect.call_id(record))
+            call = dialect.recorded_call(record)
+            if call is not None:
+                conversation.usage.add_call(*call)
+        message = dialect.message(record)
         if message is None:
+            instructions = dialect.instructions(record)
+            if instructions is not None:
+                self._instructions = {"role": "system", "content": instructions}
+                self._add_instructions(conversation)
             return
         # Right after a boundary the context has already started anew, at the boundary.
         fresh = conversation.start and not conversation.messages
-        if record.get("isCompactSummary") is True and not fresh:
+        if compaction == SUMMARY and not fresh:
             conversation = self._restart(conversation, line)
         if conversation is self._main and not self._has_main:
             self._has_main = True
             self._side = None
         self._add(conversation, record, message, line)
-
-    def _add_record(self, record: dict, line: int) -> None:
-        """One record of a dialect with a single conversation (Codex: compactions and calls on records
-        of their own, the system prompt in the file)."""
-        message = self.dialect.message(record)
-        if message is not None:
-            self._add(self._main, record, message, line)
-            return
-        restart = self.dialect.compaction(record)
-        if restart is not None:
-            conversation = self._restart(self._main, line)
-            for entry in restart:
-                if (message := self.dialect.message(entry)) is not None:
-                    self._add(conversation, entry, message, line)
-            return
-        call = self.dialect.recorded_call(record)
-        if call is not None:
-            if self._main.usage is not None:
-                self._main.usage.add_call(*call)
-            return
-        instructions = self.dialect.instructions(record)
-        if instructions is not None:
-            self._instructions = {"role": "system", "content": instructions}
-            self._add_instructions(self._main)
 
     def _add_instructions(self, conversation: _Conversation) -> None:
         # Sent with every call, not a message: counted by the heuristic and api, not by seed.
@@ -246,13 +234,10 @@ class ContextCounter:
             conv.seed.add(message)  # every message record, exactly as in the file
         if message.get("role") != "assistant":  # results are in user (or OpenAI tool) messages
             conv.tool_results += len(self.dialect.tool_results(record))
-        elif self._claude_code:
-            if is_synthetic(record, message):
-                return  # an API error notice: never sent to the model
-            if conv.usage is not None:
-                conv.usage.add(message)
-            if conv.heuristic is not None:
-                conv.heuristic.keep_thinking = _thinking_persists(message.get("model"))
+        elif self.dialect.is_synthetic(record):
+            return  # an error notice: never sent to the model
+        elif conv.heuristic is not None and "model" in message:
+            conv.heuristic.keep_thinking = _thinking_persists(message.get("model"))
         if conv.heuristic is None and conv.sent is None and conv.top is None:
             return
         normalized = self.dialect.normalize(record)

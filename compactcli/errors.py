@@ -1,4 +1,4 @@
-"""Exit codes (sysexits-style, see DESIGN.md 4) and the exceptions that carry them."""
+"""Exit codes (sysexits-style; docs/design.md, "Exit codes") and the exceptions that carry them."""
 
 from __future__ import annotations
 

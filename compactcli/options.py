@@ -90,7 +90,7 @@ def _gathered(func, name: str, cls):
 def input_options(*, format_is_dialect: bool = True) -> Callable:
     """Paths, discovery, dialect and bad-input handling.
 
-    The dialect is `--dialect`; `--format` names it too (as DESIGN.md spells it), except in commands
+    The dialect is `--dialect`; `--format` names it too (as docs/design.md spells it), except in commands
     whose `--format` is their output format (estimate).
     """
     dialect_flags = ("--dialect", "--format") if format_is_dialect else ("--dialect",)

@@ -46,8 +46,8 @@ class Source:
     def dialect(self, fmt: str | None) -> dialects.Dialect:
         self.file.seek(0)
         dialect = dialect_for(self.file, self.name, fmt)
-        if dialect.name == dialects.CODEX.name:
-            raise BadInput(f"{self.name}: replay cannot simulate a Codex CLI rollout yet")
+        if not dialect.writes_compactions:
+            raise BadInput(f"{self.name}: replay cannot simulate {dialect.title or dialect.name} yet")
         return dialect
 
     def run(self, replay: Replay, on_invalid: str) -> ReplayResult:
@@ -110,7 +110,7 @@ def report_lines(name: str, settings: dict, result: ReplayResult) -> list[str]:
     kinds = result.by_kind
     conversation = "main chain" if result.conversation == "main" else "sub-agent conversation"
     head = f"{name}: {settings['dialect']}"
-    if settings["dialect"] == dialects.CLAUDE_CODE.name:
+    if dialects.get(settings["dialect"]).has_side_conversations:
         head += f", {conversation}"
     head += (
         f"; estimator {settings['estimator']}, threshold {settings['threshold']:,}, keep {settings['keep']}; "

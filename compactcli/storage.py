@@ -1,4 +1,4 @@
-"""Archive, manifest, atomic replacement, per-file locks and restore (DESIGN.md section 4).
+"""Archive, manifest, atomic replacement, per-file locks and restore (docs/design.md, "Files and archives").
 
 Order of an in-place commit, and why:
   1. the new content is fsynced in a temp file beside the target (same folder, so that

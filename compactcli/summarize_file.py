@@ -33,8 +33,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from compactcli.dialects import CLAUDE_CODE, CODEX, OPENAI, Dialect
-from compactcli.dialects.claude_code import is_compact_boundary, is_sidechain
+from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.errors import BadInput, Unavailable
 from compactcli.jsonio import dumps_like
 from compactcli.layers.summarize import (
@@ -43,12 +42,9 @@ from compactcli.layers.summarize import (
     choose_cut,
     is_summary_message,
     nothing_to_summarize,
-    summary_records,
     summary_text,
 )
 from compactcli.transcript import copy_range, dialect_for, diff_line, parse_line
-
-_SYSTEM_ROLES = ("system", "developer")
 
 
 @dataclass(frozen=True)
@@ -93,8 +89,8 @@ class _Conversation:
     lines: list[int] = field(default_factory=list)
     offsets: list[int] = field(default_factory=list)
     synthetic: set[int] = field(default_factory=set)  # lines of API error notices: never sent
-    # Claude Code: every record of this chain (offset, length, uuid, parentUuid, has sessionId).
-    chain: list[tuple[int, int, str | None, str | None, bool]] = field(default_factory=list)
+    # Every record of the dialect's chain (Dialect.link): (offset, length, own id, parent id).
+    chain: list[tuple[int, int, str | None, str | None]] = field(default_factory=list)
 
     def restart(self) -> None:
         self.messages.clear()
@@ -109,11 +105,6 @@ def _skeleton(dialect: Dialect, record: dict, normalized: dict, summary: bool) -
     blocks += [{"type": "tool_use", "id": use.id} for use in dialect.tool_uses(record)]
     blocks += [{"type": "tool_result", "tool_use_id": r.tool_use_id} for r in dialect.tool_results(record)]
     return {"role": normalized.get("role"), "content": blocks}
-
-
-def _is_synthetic(record: dict, message: dict) -> bool:
-    """A Claude Code API error notice: shown to the user, never sent to the model."""
-    return record.get("isApiErrorMessage") is True or message.get("model") == "<synthetic>"
 
 
 @dataclass
@@ -135,8 +126,9 @@ class SummaryEdit:
     top: list[tuple[int, int]] = field(default_factory=list)  # spans kept above the summary
     dropped: int = 0  # lines before the cut that are not kept
     relink: list[tuple[int, int]] = field(default_factory=list)  # spans whose parentUuid changes
-    context_offsets: tuple[int, ...] = ()  # Claude Code: records the new ones take identity from
-    template_offset: int | None = None  # OpenAI: a user message whose keys the summary message copies
+    # Records the summary records take their shape from (Dialect.summary_records' context_records):
+    # the first user message, the last message and the last linked record before the cut.
+    context_offsets: tuple[int, ...] = ()
     line_numbers: dict[int, int] = field(default_factory=dict)  # offset -> line of relinked records
     pre_tokens: int | None = None
     summary: str | None = None
@@ -195,13 +187,8 @@ class SummaryEdit:
     # -- 4. the result ---------------------------------------------------------------------------
 
     def new_records(self, source: BinaryIO, summary: str, archive: str) -> list[dict]:
-        context: list[dict] = []
-        if self.dialect.name == CLAUDE_CODE.name:
-            context = [self._read_at(source, offset) for offset in self.context_offsets]
-        elif self.dialect.name == OPENAI.name and self.template_offset is not None:
-            context = [self._read_at(source, self.template_offset)]
-        return summary_records(
-            self.dialect.name,
+        context = [self._read_at(source, offset) for offset in self.context_offsets]
+        return self.dialect.summary_records(
             summary_text(archive, summary),
             context_records=context,
             pre_tokens=self.pre_tokens,
@@ -225,7 +212,7 @@ class SummaryEdit:
             out.write(data if data.endswith(b"\n") else data + self.style.eol)
         for record in records:
             out.write(_dump(record, self.style) + self.style.eol)
-        parent = records[-1].get("uuid") if self.dialect.name == CLAUDE_CODE.name else None
+        parent = self.dialect.link(records[-1])[0]
         position = self.cut_offset
         for offset, length in self.relink:
             copy_range(source, out, position, offset)
@@ -237,7 +224,7 @@ class SummaryEdit:
         source.seek(offset)
         raw = source.read(length)
         record = parse_line(raw, self.path, 0).record or {}
-        record["parentUuid"] = parent
+        self.dialect.set_parent(record, parent)
         eol = b"\r\n" if raw.endswith(b"\r\n") else b"\n" if raw.endswith(b"\n") else b""
         return dumps_like(record, raw) + eol
 
@@ -270,7 +257,7 @@ class SummaryEdit:
         for record in records:
             yield "+" + diff_line(_dump(record, self.style) + b"\n")
         shift = len(self.top) + len(records) - before
-        parent = records[-1].get("uuid") if self.dialect.name == CLAUDE_CODE.name else None
+        parent = self.dialect.link(records[-1])[0]
         for offset, length in self.relink:
             number = self._line_at(offset)
             source.seek(offset)
@@ -290,9 +277,8 @@ class _Reader:
 
     def __init__(self, dialect: Dialect, counters: list[Any]) -> None:
         self.dialect = dialect
-        self.claude_code = dialect.name == CLAUDE_CODE.name
         self.main = _Conversation()
-        self.side = _Conversation()  # Claude Code sidechain records: a sub-agent file's conversation
+        self.side = _Conversation()  # sub-agent records: the conversation of a sub-agent's own file
         self.counters = counters
         self.top_candidates: list[tuple[int, int]] = []  # (offset, length)
         self.line_numbers: dict[int, int] = {}  # offset -> line, for relinked lines (diff only)
@@ -302,36 +288,24 @@ class _Reader:
     def add(self, number: int, raw: bytes, offset: int, record: dict) -> None:
         for counter in self.counters:
             counter.add(record, number)
-        if self.claude_code:
-            self._claude_code(number, raw, offset, record)
-            return
-        normalized = self.dialect.normalize(record)
-        if normalized is None:
-            return
-        if normalized.get("role") in _SYSTEM_ROLES:
+        dialect = self.dialect
+        if dialect.stays_on_top(record):
             self.top_candidates.append((offset, len(raw)))
-        self._message(self.main, number, raw, offset, record, normalized)
-
-    def _claude_code(self, number: int, raw: bytes, offset: int, record: dict) -> None:
-        if record.get("type") == "summary":
-            self.top_candidates.append((offset, len(raw)))
-        conversation = self.side if is_sidechain(record) else self.main
-        uuid, parent = record.get("uuid"), record.get("parentUuid")
-        if isinstance(uuid, str) or isinstance(parent, str):
-            uuid = uuid if isinstance(uuid, str) else None
-            parent = parent if isinstance(parent, str) else None
-            conversation.chain.append((offset, len(raw), uuid, parent, "sessionId" in record))
+        conversation = self.side if dialect.is_side(record) else self.main
+        uuid, parent = dialect.link(record)
+        if uuid is not None or parent is not None:
+            conversation.chain.append((offset, len(raw), uuid, parent))
             self.line_numbers[offset] = number
-        if is_compact_boundary(record):
+        compaction = dialect.compaction(record)
+        if compaction == BOUNDARY:
             conversation.restart()
             return
-        normalized = self.dialect.normalize(record)
+        normalized = dialect.normalize(record)
         if normalized is None:
             return
-        if record.get("isCompactSummary") is True:
+        if compaction == SUMMARY:
             conversation.restart()  # the active context starts with it (older versions: no boundary)
-        message = self.dialect.message(record) or {}
-        if record.get("type") == "assistant" and _is_synthetic(record, message):
+        if dialect.is_synthetic(record):
             conversation.synthetic.add(number)
         self._message(conversation, number, raw, offset, record, normalized)
 
@@ -369,8 +343,10 @@ def analyze(
     from compactcli.context import ContextCounter
 
     dialect = dialect_for(source, path, fmt)
-    if dialect.name == CODEX.name:
-        raise BadInput(f"{path}: summarize cannot write a compaction into a Codex CLI rollout yet")
+    if not dialect.writes_compactions:
+        raise BadInput(
+            f"{path}: summarize cannot write a compaction into {dialect.title or dialect.name} yet"
+        )
     threshold_counter = estimator(dialect) if (estimator and options.threshold is not None) else None
     heuristic = ContextCounter(dialect, "heuristic", detail=False)
     counters = [heuristic] + ([threshold_counter] if threshold_counter is not None else [])
@@ -389,11 +365,10 @@ def analyze(
     edit.style = reader.style or _Style()
     edit.pre_tokens = heuristic.tokens
     conversation = reader.main
-    if reader.claude_code and not reader.main.messages and reader.side.messages:
+    if not reader.main.messages and reader.side.messages:
         conversation = reader.side
     edit.conversation = conversation
     edit.line_numbers = reader.line_numbers
-    edit.template_offset = reader.first_user
     messages = conversation.messages
     edit.cut = choose_cut(messages, options.keep_last)
     edit.stats = {
@@ -430,17 +405,14 @@ def _place_cut(
         edit.cut_offset, edit.cut_line = size, lines + 1
     edit.top = [span for span in reader.top_candidates if span[0] < edit.cut_offset]
     edit.dropped = edit.cut_line - 1 - len(edit.top)
-    if not reader.claude_code:
-        return
     before = [entry for entry in conversation.chain if entry[0] < edit.cut_offset]
     gone = {entry[2] for entry in before if entry[2] is not None}
     edit.relink = [
         (offset, length)
-        for offset, length, _, parent, _ in conversation.chain
+        for offset, length, _, parent in conversation.chain
         if offset >= edit.cut_offset and parent in gone
     ]
-    # Identity from the last record before the cut that has a sessionId; logicalParentUuid from the
-    # last one with a uuid.
-    with_uuid = [entry[0] for entry in before if entry[2] is not None]
-    with_session = [entry[0] for entry in before if entry[4]]
-    edit.context_offsets = tuple(dict.fromkeys(with_session[-1:] + with_uuid[-1:]))
+    last_message = conversation.offsets[cut - 1 : cut] if cut else []
+    last_linked = [entry[0] for entry in before if entry[2] is not None][-1:]
+    first_user = [reader.first_user] if reader.first_user is not None else []
+    edit.context_offsets = tuple(dict.fromkeys(first_user + last_message + last_linked))

@@ -62,17 +62,17 @@ def dump_line(line: Line) -> bytes:
 
 
 def detect_dialect(f: BinaryIO, path: str = "<input>") -> str:
-    """The name of the dialect the first lines prove (docs/design.md, "Detection").
+    """The name of the dialect the first lines prove (docs/design.md, "Dialects").
 
-    Raises BadInput (65) for a file in no dialect compactcli reads. An empty file is read as anthropic:
-    there is nothing in it to misread.
+    Raises BadInput (65) for a file in no dialect compactcli reads. An empty file is read in the
+    default dialect: there is nothing in it to misread.
     """
     start = f.tell()
     try:
         found = dialects.detect(f, path)
     finally:
         f.seek(start)
-    return (found or dialects.ANTHROPIC).name
+    return (found or dialects.DEFAULT).name
 
 
 def dialect_for(f: BinaryIO, path: str, name: str | None) -> dialects.Dialect:

@@ -536,7 +536,7 @@ def test_usage_is_the_context_of_the_last_call_counted_once(tmp_path: Path) -> N
 def test_usage_tracker_counts_split_records_once() -> None:
     tracker = UsageTracker()
     for message in [r["message"] for r in split_response_session() if r["type"] == "assistant"]:
-        tracker.add(message)
+        tracker.add(message["usage"], message["id"])
     assert (tracker.last, tracker.calls, tracker.output_tokens) == (6500, 2, 130)
 
 

@@ -8,6 +8,7 @@ from itertools import count
 
 import pytest
 
+from compactcli import dialects
 from compactcli.dialects import CLAUDE_CODE
 from compactcli.layers import summarize as layer
 from compactcli.layers.validate import validate_records
@@ -148,12 +149,14 @@ def test_summary_text_format() -> None:
 
 
 def test_anthropic_and_openai_records() -> None:
-    assert layer.summary_records("anthropic", "S", context_records=[]) == [{"role": "user", "content": "S"}]
-    assert layer.summary_records("openai", "S", context_records=[{"role": "system", "content": "x"}]) == [
+    assert dialects.get("anthropic").summary_records("S", context_records=[]) == [
         {"role": "user", "content": "S"}
     ]
+    assert dialects.get("openai").summary_records(
+        "S", context_records=[{"role": "system", "content": "x"}]
+    ) == [{"role": "user", "content": "S"}]
     flattened = {"role": "user", "content": "hi", "tool_call_id": None, "name": None, "tool_calls": []}
-    assert layer.summary_records("openai", "S", context_records=[flattened]) == [
+    assert dialects.get("openai").summary_records("S", context_records=[flattened]) == [
         {"role": "user", "content": "S", "tool_call_id": None, "name": None, "tool_calls": []}
     ]
 
@@ -176,8 +179,7 @@ def test_claude_code_records_match_what_claude_code_writes() -> None:
     }
     ids = count(1)
     when = datetime(2026, 1, 12, 19, 17, 13, 338_900, tzinfo=UTC)
-    boundary, summary = layer.summary_records(
-        "claude-code",
+    boundary, summary = dialects.get("claude-code").summary_records(
         "TEXT",
         context_records=[last],
         pre_tokens=155554,
@@ -228,7 +230,7 @@ def test_claude_code_records_match_what_claude_code_writes() -> None:
 
 def test_claude_code_records_keep_a_sub_agent_identity_and_use_fresh_uuids() -> None:
     side = {"isSidechain": True, "agentId": "a1", "sessionId": "s", "uuid": "u9", "type": "user"}
-    boundary, summary = layer.summary_records("claude-code", "T", context_records=[side])
+    boundary, summary = dialects.get("claude-code").summary_records("T", context_records=[side])
     assert boundary["isSidechain"] is True and summary["agentId"] == "a1"
     assert boundary["uuid"] != summary["uuid"] and len(summary["uuid"]) == 36
     assert summary["parentUuid"] == boundary["uuid"]
@@ -308,5 +310,7 @@ def test_part_and_combine_prompts_carry_the_task() -> None:
 
 
 def test_records_serialize_as_json() -> None:
-    records = layer.summary_records("claude-code", "T", context_records=[{"sessionId": "s", "uuid": "u"}])
+    records = dialects.get("claude-code").summary_records(
+        "T", context_records=[{"sessionId": "s", "uuid": "u"}]
+    )
     assert json.loads(json.dumps(records)) == records

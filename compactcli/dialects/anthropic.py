@@ -72,5 +72,8 @@ class AnthropicDialect(Dialect):
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         set_block_content(record["content"], slot, content)
 
+    def summary_records(self, text: str, *, context_records: list[dict], **_: object) -> list[dict]:
+        return [{"role": "user", "content": text}]
+
 
 ANTHROPIC = AnthropicDialect()

@@ -1,11 +1,20 @@
-"""What every dialect tells the layers about a record (one parsed JSONL line)."""
+"""The Dialect interface: what every dialect tells the layers about a record (one parsed JSONL line).
+
+docs/design.md, "Dialects". The layers and per-file pipelines ask a dialect, never test its name:
+every rule that belongs to one dialect (its sub-agents, its compactions, which records are model
+calls, how a summary is written) is a method here, with the default most dialects need.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 MAIN = "main"  # key of the main conversation; sub-agent conversations get their own keys
+# What Dialect.compaction says of a record that starts the active context anew.
+BOUNDARY = "boundary"  # a marker record; the summary follows it
+SUMMARY = "summary"  # the record that carries the summary (older Claude Code: no boundary before it)
 
 # How well one record matches a dialect (Dialect.fit), for detection (docs/design.md, "Detection").
 NO, FITS, PROVES = 0, 1, 2
@@ -27,9 +36,22 @@ class ToolUse:
 
 
 class Dialect:
-    """Records <-> the Anthropic-shaped message views the layers work on."""
+    """Records <-> the Anthropic-shaped message views the layers work on, and the dialect's rules."""
 
     name: str = ""
+    title: str = ""  # what a message calls such a file ("a Codex CLI rollout")
+    # Which API's rules validate applies: "messages" (Anthropic), "chat-completions" (OpenAI) or
+    # "responses" (OpenAI Responses items: calls and outputs paired by call_id).
+    api: str = "messages"
+    # Every line is one message: a line that is none is reported by validate (not-a-message).
+    one_message_per_line: bool = True
+    # The API refuses a user message with text before its tool_result blocks; a dialect whose
+    # agent reorders them itself before sending is not held to it.
+    results_first: bool = True
+    # Sub-agents keep conversations of their own inside the file (Dialect.is_side).
+    has_side_conversations: bool = False
+    # summarize and replay can write a compaction the dialect's agent resumes from (summary_records).
+    writes_compactions: bool = True
 
     def fit(self, record: dict) -> int:
         """PROVES: only this dialect writes such a record; FITS: it could be one of ours; NO: it is not."""
@@ -62,21 +84,91 @@ class Dialect:
         on a record of its own); micro clears such a copy with the result."""
         return []
 
+    # -- conversations of a file ---------------------------------------------------------------
+
     def new_tracker(self) -> ConversationTracker:
+        """Assigns each record to its conversation (MAIN, or a sub-agent's key)."""
         return ConversationTracker()
 
-    def compaction(self, record: dict) -> list[dict] | None:
-        """For a record where a recorded compaction restarts the active context, the records the new
-        context starts with (as this dialect's records); None for any other record."""
+    def is_side(self, record: dict) -> bool:
+        """A record of a sub-agent's conversation, not the main one. A file of such records only is
+        a sub-agent's own log: it is then the conversation."""
+        return False
+
+    # -- the active context ----------------------------------------------------------------------
+
+    def compaction(self, record: dict) -> str | None:
+        """BOUNDARY or SUMMARY when the record starts the active context anew; None otherwise."""
+        return None
+
+    def restarted_with(self, record: dict) -> list[dict]:
+        """For a BOUNDARY record, the records the new context starts with (as this dialect's records),
+        when the boundary carries them itself."""
+        return []
+
+    def instructions(self, record: dict) -> str | None:
+        """A system prompt the file records (sent with every call, kept across compactions), or None."""
+        return None
+
+    # -- model calls -------------------------------------------------------------------------------
+
+    def is_synthetic(self, record: dict) -> bool:
+        """An assistant record no model call produced (an error notice): never sent to a model."""
+        return False
+
+    def call_id(self, record: dict) -> object:
+        """The model call an assistant record belongs to; consecutive records with one id (not None)
+        are one call. None: every assistant message is a call of its own."""
         return None
 
     def recorded_call(self, record: dict) -> tuple[int, int, bool] | None:
         """(context, output tokens, is a model call) recorded on a record of its own, or None."""
         return None
 
-    def instructions(self, record: dict) -> str | None:
-        """A system prompt the file records (sent with every call, kept across compactions), or None."""
-        return None
+    def aborts_turn(self, record: dict) -> bool:
+        """The turn was interrupted here: the agent answers the calls still in flight itself."""
+        return False
+
+    def usage(self, record: dict) -> dict | None:
+        """The usage recorded for the model call this record ends or belongs to (Anthropic-shaped:
+        input_tokens, cache_creation_input_tokens, cache_read_input_tokens, output_tokens), if any."""
+        message = self.message(record)
+        if message is None or message.get("role") != "assistant" or self.is_synthetic(record):
+            return None
+        usage = message.get("usage")
+        return usage if isinstance(usage, dict) else None
+
+    def stays_on_top(self, record: dict) -> bool:
+        """A record kept above the summary when the part it is in is summarized (instructions that a
+        summary should not paraphrase, a session's title)."""
+        return False
+
+    # -- links between records (the chain a resumed session follows) -----------------------------
+
+    def link(self, record: dict) -> tuple[str | None, str | None]:
+        """(own id, parent id) of a record in the dialect's chain; (None, None) without a chain."""
+        return None, None
+
+    def set_parent(self, record: dict, parent: str | None) -> None:
+        """Point a record at a new parent (its old one was summarized away)."""
+
+    # -- how a compaction is written -------------------------------------------------------------
+
+    def summary_records(
+        self,
+        text: str,
+        *,
+        context_records: list[dict],
+        pre_tokens: int | None = None,
+        now: datetime | None = None,
+        new_uuid: Callable[[], str] | None = None,
+    ) -> list[dict]:
+        """The record(s) that carry the summary `text`, as the dialect's own agent would write them.
+
+        `context_records` are records of the summarized part in file order (the first user message
+        and the last few records suffice); `now` and `new_uuid` make the result reproducible.
+        """
+        raise NotImplementedError
 
 
 class ConversationTracker:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from compactcli.dialects.base import NO, PROVES, Dialect, ToolResult, ToolUse
+from compactcli.dialects.base import BOUNDARY, NO, PROVES, Dialect, ToolResult, ToolUse
 
 RECORD_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
@@ -203,6 +203,10 @@ def normalize_item(entry: dict) -> dict | None:
 
 class CodexDialect(Dialect):
     name = "codex"
+    title = "a Codex CLI rollout"
+    api = "responses"
+    one_message_per_line = False  # session_meta, turn_context and event_msg records pass through
+    writes_compactions = False  # not yet: Codex's own `compacted` record is not written
 
     def fit(self, record: dict) -> int:
         return PROVES if is_record(record) else NO
@@ -232,9 +236,15 @@ class CodexDialect(Dialect):
         call_id = payload.get("call_id")
         return [call_id] if isinstance(call_id, str) else []
 
-    def compaction(self, record: dict) -> list[dict] | None:
+    def compaction(self, record: dict) -> str | None:
+        return BOUNDARY if record.get("type") == "compacted" else None
+
+    def restarted_with(self, record: dict) -> list[dict]:
         history = replacement_history(record)
-        return [as_record(entry) for entry in history] if history is not None else None
+        return [as_record(entry) for entry in history] if history is not None else []
+
+    def aborts_turn(self, record: dict) -> bool:
+        return event_type(record) == "turn_aborted"
 
     def recorded_call(self, record: dict) -> tuple[int, int, bool] | None:
         return last_call_usage(record)

@@ -9,6 +9,7 @@ from compactcli.dialects.base import FITS, NO, PROVES, Dialect, ToolResult, Tool
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _OWN_ROLES = ("system", "developer", "tool", "function")
+_SYSTEM_ROLES = ("system", "developer")
 
 
 def call_name(call: dict) -> str:
@@ -52,6 +53,7 @@ def _parts_to_blocks(content: object) -> object:
 
 class OpenAIDialect(Dialect):
     name = "openai"
+    api = "chat-completions"
 
     def fit(self, record: dict) -> int:
         role = record.get("role")
@@ -113,6 +115,19 @@ class OpenAIDialect(Dialect):
 
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         record["content"] = content
+
+    def stays_on_top(self, record: dict) -> bool:
+        return record.get("role") in _SYSTEM_ROLES  # instructions: a summary must not paraphrase them
+
+    def summary_records(self, text: str, *, context_records: list[dict], **_: object) -> list[dict]:
+        """One user message (the caller puts it after the system messages); when the file's user lines
+        carry the flattened variant's extra keys, so does this one (null / empty list)."""
+        template = next((r for r in context_records if r.get("role") == "user"), None) or {}
+        message: dict = {"role": "user", "content": text}
+        for key, value in template.items():
+            if key not in message:
+                message[key] = [] if isinstance(value, list) else None
+        return [message]
 
 
 OPENAI = OpenAIDialect()

@@ -22,11 +22,6 @@ def recorded_context(usage: object) -> int:
     return sum(v for k in USAGE_KEYS if isinstance(v := usage.get(k), int))
 
 
-def is_synthetic(record: dict, message: dict) -> bool:
-    """A Claude Code assistant record that no model call produced (an API error notice)."""
-    return bool(record.get("isApiErrorMessage")) or message.get("model") == "<synthetic>"
-
-
 @dataclass
 class UsageTracker:
     """The usage recorded on assistant messages, fed in file order.
@@ -41,12 +36,11 @@ class UsageTracker:
     _output_open: int = 0  # of the call being read
     _call_id: object = None
 
-    def add(self, message: dict) -> None:
-        usage = message.get("usage")
+    def add(self, usage: dict, call_id: object) -> None:
+        """The usage recorded on one record of the model call `call_id` (Dialect.usage, call_id)."""
         context = recorded_context(usage)
         if not context:
             return
-        call_id = message.get("id")
         if call_id is None or call_id != self._call_id:
             self.calls += 1
             self._output_done += self._output_open

@@ -1,4 +1,4 @@
-"""Layer 1: replace the content of old tool results with a short placeholder (DESIGN.md 3, micro).
+"""Layer 1: replace the content of old tool results with a short placeholder (docs/design.md, "Layers").
 
 Pure logic in steps, so a file can be streamed twice instead of held: `MicroIndex.add` sees every record
 once and remembers only small facts per tool result; `plan` decides which results to clear; `apply` clears

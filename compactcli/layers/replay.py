@@ -1,5 +1,5 @@
 """Replay: re-run a recorded transcript as the agent loop would, and see when each layer fires
-(DESIGN.md 3, replay).
+(docs/design.md, "Layers").
 
 A :class:`Replay` is fed the records of one file in order and keeps a simulated context: the records
 the next model call would be sent, in the input's dialect. Before each model call (an assistant
@@ -32,12 +32,10 @@ from datetime import datetime
 from typing import Any
 
 from compactcli import jsonio
-from compactcli.dialects import CLAUDE_CODE, OPENAI, Dialect
-from compactcli.dialects.claude_code import is_compact_boundary, is_sidechain
+from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.layers import micro
-from compactcli.layers.estimate import is_synthetic
 from compactcli.layers.micro import MicroIndex, MicroOptions
-from compactcli.layers.summarize import Summarizer, nothing_to_summarize, summary_records, summary_text
+from compactcli.layers.summarize import Summarizer, nothing_to_summarize, summary_text
 
 DEFAULT_THRESHOLD = 50_000
 COMPACT_TOOL = "compact"
@@ -45,7 +43,6 @@ FOCUS_FIELD = "focus"
 AUTO, MANUAL, RECORDED = "auto", "manual", "recorded"
 EVENTS = (AUTO, MANUAL, RECORDED)
 TIMELINE_FIELDS = ("index", "turn", "tokens", "event", "tokens_after", "cleared")
-_SYSTEM_ROLES = ("system", "developer")
 
 
 @dataclass(slots=True)
@@ -183,10 +180,9 @@ class Replay:
         self.summarizer_calls = 0
         self.api_requests = 0
         self.cleared = 0
-        self._claude_code = dialect.name == CLAUDE_CODE.name
-        self._openai = dialect.name == OPENAI.name
-        self._sidechain: bool | None = None  # claude-code: which conversation, set by the first message
-        self._response_id: object = None  # claude-code: message.id of the response being recorded
+        self._one_message_per_line = dialect.one_message_per_line
+        self._sidechain: bool | None = None  # which conversation, set by the first message
+        self._response_id: object = None  # Dialect.call_id of the response being recorded
         self._compact_calls: dict[str, str | None] = {}  # open compact tool calls: id -> focus
         self._manual: tuple[int, str | None] | None = None  # (line, focus) of an answered compact call
         self._recorded: tuple[int, int] | None = None  # (line, tokens before) of a recorded boundary
@@ -195,11 +191,11 @@ class Replay:
 
     def add(self, line: int, record: dict, raw: bytes | None = None, slow: bool = False) -> None:
         """One parsed record; `line` is its 0-based line in the input."""
-        if self._claude_code and not self._claude_code_message(line, record, raw, slow):
+        if not self._joins_context(line, record, raw, slow):
             return
         message = self.dialect.normalize(record)
         if message is None:
-            if self._claude_code or self._manual is None:
+            if not self._one_message_per_line or self._manual is None:
                 return
             self._compact_manual()  # a line that is no message (anthropic, openai) ends the results
             return
@@ -235,22 +231,28 @@ class Replay:
             conversation="sidechain" if self._sidechain else "main",
         )
 
-    # -- claude-code -----------------------------------------------------------------------------
+    # -- conversations and recorded compactions --------------------------------------------------
 
-    def _claude_code_message(self, line: int, record: dict, raw: bytes | None, slow: bool) -> bool:
-        """Whether the record joins the context as a message; handles recorded compactions."""
-        if self._sidechain is None and self.dialect.message(record) is not None:
-            self._sidechain = is_sidechain(record)
-        if is_sidechain(record) != bool(self._sidechain):
+    def _joins_context(self, line: int, record: dict, raw: bytes | None, slow: bool) -> bool:
+        """Whether the record joins the context as a message; handles recorded compactions. Records
+        of other conversations are skipped; so are records that are no message, in dialects whose
+        lines are not all messages."""
+        dialect = self.dialect
+        if self._one_message_per_line and not dialect.has_side_conversations:
+            return True
+        if self._sidechain is None and dialect.message(record) is not None:
+            self._sidechain = dialect.is_side(record)
+        if dialect.is_side(record) != bool(self._sidechain):
             return False
-        if is_compact_boundary(record):
+        compaction = dialect.compaction(record)
+        if compaction == BOUNDARY:
             self._restart_recorded(line)
             self.context = [Entry(record, raw, line, slow)]
             return False
-        if self.dialect.message(record) is None:
-            return False
-        if record.get("isCompactSummary") is True:
-            after_boundary = len(self.context) == 1 and is_compact_boundary(self.context[0].record)
+        if dialect.message(record) is None:
+            return self._one_message_per_line
+        if compaction == SUMMARY:
+            after_boundary = len(self.context) == 1 and dialect.compaction(self.context[0].record) == BOUNDARY
             if not after_boundary:  # older Claude Code writes the summary without a boundary
                 self._restart_recorded(line)
                 self.context = []
@@ -271,12 +273,9 @@ class Replay:
         self.compactions.append(Compaction(RECORDED, line, before, after))
 
     def _is_call(self, record: dict) -> bool:
-        if not self._claude_code:
-            return True
-        message = self.dialect.message(record) or {}
-        if is_synthetic(record, message):
-            return False  # an API error notice: no response was received
-        response_id = message.get("id")
+        if self.dialect.is_synthetic(record):
+            return False  # an error notice: no response was received
+        response_id = self.dialect.call_id(record)
         if response_id is not None and response_id == self._response_id:
             return False  # the rest of a response split over several records
         self._response_id = response_id
@@ -336,11 +335,9 @@ class Replay:
                 self._manual = (line, self._compact_calls.pop(result.tool_use_id))
 
     def _continues_results(self, record: dict, message: dict) -> bool:
-        """Whether the record is one more tool result of the same batch (an OpenAI tool message,
-        or a user record of tool results only): the compaction waits until the batch is complete,
-        so that no result is left without its call."""
-        if self._openai:
-            return record.get("role") == "tool"
+        """Whether the record is one more tool result of the same batch (a user message of tool results
+        only, as an OpenAI tool message normalizes to): the compaction waits until the batch is
+        complete, so that no result is left without its call."""
         content = message.get("content")
         return (
             message.get("role") == "user"
@@ -362,15 +359,15 @@ class Replay:
     # -- compaction ------------------------------------------------------------------------------
 
     def _kept_on_top(self, entry: Entry) -> bool:
-        """OpenAI system messages stay above the summary: instructions are not paraphrased."""
-        return self._openai and entry.record.get("role") in _SYSTEM_ROLES
+        """Records kept above the summary (OpenAI system messages: instructions are not paraphrased)."""
+        return self.dialect.stays_on_top(entry.record)
 
     def _summarized(self) -> list[dict]:
         messages = []
         for entry in self.context:
             if self._kept_on_top(entry):
                 continue
-            if self._claude_code and is_synthetic(entry.record, self.dialect.message(entry.record) or {}):
+            if self.dialect.is_synthetic(entry.record):
                 continue
             normalized = self.dialect.normalize(entry.record)
             if normalized is not None:
@@ -389,8 +386,7 @@ class Replay:
         self.summarizer_calls += 1
         self.api_requests += int(getattr(self.summarizer, "calls", 0) or 0)
         archive = self.archive(output_entries(self.dialect, self.context))
-        records = summary_records(
-            self.dialect.name,
+        records = self.dialect.summary_records(
             summary_text(archive, text),
             context_records=[entry.record for entry in self.context],
             pre_tokens=tokens,
@@ -423,22 +419,20 @@ def replay(
 
 
 def output_entries(dialect: Dialect, entries: Sequence[Entry]) -> list[Entry]:
-    """The entries as a file of their own. Claude Code: a record whose parentUuid names a record
-    that is not there (summarized away, or a skipped record) is linked to the record before it, on
+    """The entries as a file of their own. In a dialect with a chain (Dialect.link), a record whose
+    parent is not there (summarized away, or a skipped record) is linked to the record before it, on
     a copy, so that the chain from the summary to the last record is whole and the session resumes."""
-    if dialect.name != CLAUDE_CODE.name:
-        return list(entries)
     out: list[Entry] = []
     seen: set[str] = set()
     previous: str | None = None
     for entry in entries:
         record = entry.record
-        parent = record.get("parentUuid")
-        if isinstance(parent, str) and parent not in seen:
-            record = {**record, "parentUuid": previous}
+        uuid, parent = dialect.link(record)
+        if parent is not None and parent not in seen:
+            record = dict(record)
+            dialect.set_parent(record, previous)
             entry = Entry(record, entry.raw, entry.line, entry.slow, changed=True)
-        uuid = record.get("uuid")
-        if isinstance(uuid, str):
+        if uuid is not None:
             seen.add(uuid)
             previous = uuid
         out.append(entry)

@@ -1,11 +1,11 @@
 """Layers 2 and 3: replace a conversation (or all but its last messages) by one summary message.
 
-Pure pieces over normalized messages (DESIGN.md 3, summarize); the backends that write the summary
+Pure pieces over normalized messages (docs/design.md, "Layers"); the backends that write the summary
 live in :mod:`compactcli.backends`, the file flow in :mod:`compactcli.summarize_file`.
 
 - :func:`choose_cut` picks where the kept tail starts, never between a tool_use and its tool_result.
-- :func:`summary_text` is the content of the summary message; :func:`summary_records` the record(s)
-  that carry it in each dialect.
+- :func:`summary_text` is the content of the summary message; each dialect writes the record(s) that
+  carry it (Dialect.summary_records).
 - :func:`render_message`, :func:`split_parts` and the ``*_prompt`` functions build what a model is
   sent: the transcript fenced as data, in parts when it is over the input budget.
 """
@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import json
 import re
-import uuid as uuid_module
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from compactcli import redact as redaction
@@ -168,97 +166,6 @@ class Summarizer(Protocol):
     redactions: Counter[str]
 
     def summarize(self, messages: Iterable[dict], *, focus: str | None = None) -> str: ...
-
-
-# --------------------------------------------------------------------------- records per dialect
-
-# Fields of a Claude Code record that say which session (and sub-agent) it belongs to; copied onto
-# the new records so that the session still resumes. Order as Claude Code writes them.
-CLAUDE_CODE_IDENTITY = (
-    "isSidechain",
-    "userType",
-    "cwd",
-    "sessionId",
-    "version",
-    "gitBranch",
-    "slug",
-    "agentId",
-)
-
-
-def _iso_millis(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def summary_records(
-    dialect_name: str,
-    text: str,
-    *,
-    context_records: list[dict],
-    pre_tokens: int | None = None,
-    now: datetime | None = None,
-    new_uuid: Callable[[], str] | None = None,
-) -> list[dict]:
-    """The record(s) that carry the summary `text` in a dialect.
-
-    - anthropic: one user message.
-    - openai: one user message (the caller puts it after the system messages); when the file's user
-      lines carry the flattened variant's extra keys, so does this one (null / empty list).
-    - claude-code: what Claude Code writes at a compaction: a `system` `compact_boundary` record
-      (`parentUuid` null, `logicalParentUuid` the last uuid of `context_records`, `compactMetadata`
-      {trigger: manual, preTokens}) and a user record with `isCompactSummary` whose content is
-      `text`, both with the identity fields of the last of `context_records` that has a sessionId,
-      fresh uuids and timestamps.
-
-    `context_records` are records of the summarized part in file order (the last few suffice).
-    `now` and `new_uuid` make the result reproducible; by default the clock and uuid4.
-    """
-    if dialect_name == "anthropic":
-        return [{"role": "user", "content": text}]
-    if dialect_name == "openai":
-        return [_openai_message(text, context_records)]
-    if dialect_name != "claude-code":
-        raise ValueError(f"unknown dialect {dialect_name!r}")
-    when = now or datetime.now(UTC)
-    make_uuid = new_uuid or (lambda: str(uuid_module.uuid4()))
-    identity_source = next((r for r in reversed(context_records) if "sessionId" in r), {})
-    identity = {k: identity_source[k] for k in CLAUDE_CODE_IDENTITY if k in identity_source}
-    identity.setdefault("isSidechain", False)
-    last_uuid = next((r["uuid"] for r in reversed(context_records) if isinstance(r.get("uuid"), str)), None)
-    boundary_uuid, summary_uuid = make_uuid(), make_uuid()
-    boundary = {
-        "parentUuid": None,
-        "logicalParentUuid": last_uuid,
-        **identity,
-        "type": "system",
-        "subtype": "compact_boundary",
-        "content": "Conversation compacted",
-        "isMeta": False,
-        "timestamp": _iso_millis(when),
-        "uuid": boundary_uuid,
-        "level": "info",
-        "compactMetadata": {"trigger": "manual", "preTokens": pre_tokens or 0},
-    }
-    summary = {
-        "parentUuid": boundary_uuid,
-        **identity,
-        "type": "user",
-        "message": {"role": "user", "content": text},
-        "isVisibleInTranscriptOnly": True,
-        "isCompactSummary": True,
-        "uuid": summary_uuid,
-        "timestamp": _iso_millis(when + timedelta(milliseconds=1)),
-    }
-    return [boundary, summary]
-
-
-def _openai_message(text: str, context_records: list[dict]) -> dict:
-    template = next((r for r in context_records if r.get("role") == "user"), None) or {}
-    message: dict = {"role": "user", "content": text}
-    for key, value in template.items():
-        if key not in message:
-            message[key] = [] if isinstance(value, list) else None
-    return message
 
 
 # --------------------------------------------------------------------------- the model's copy

@@ -1,4 +1,4 @@
-"""Is a transcript still a conversation the Messages API accepts? (DESIGN.md 1, validate)
+"""Is a transcript still a conversation the Messages API accepts? (docs/design.md, "Layers")
 
 Checked, per conversation (Claude Code: the main one from its last compaction on, and each sub-agent
 conversation on its own; other records such as system, progress or summary lines are skipped):
@@ -30,8 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from compactcli.dialects import CLAUDE_CODE, CODEX, OPENAI, Dialect, codex
-from compactcli.dialects.claude_code import is_compact_boundary
+from compactcli.dialects import BOUNDARY, Dialect
 
 USER, ASSISTANT = "user", "assistant"
 OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -254,9 +253,13 @@ class _ToolCalls:
             )
 
 
+RESPONSES_ROLES = frozenset({USER, ASSISTANT, "system"})  # as normalized: developer is system
+
+
 @dataclass
 class _CallOutputs:
-    """Codex (Responses API items): every call is answered, once, by an output with its call_id, after it.
+    """Responses API items (Codex): every call is answered, once, by an output with its call_id, after it.
+    Fed normalized messages: a call is an assistant tool_use, an output a user tool_result.
 
     The calls still open when the next user message comes are missing their output, except the calls in
     flight when the turn was interrupted (`turn_aborted` right after the calls of the last response): Codex
@@ -268,23 +271,31 @@ class _CallOutputs:
     answered: set[str] = field(default_factory=set)
     in_flight: set[str] = field(default_factory=set)  # the calls since the last other item
 
-    def add(self, line: int, entry: dict) -> None:
-        kind = entry.get("type")
-        if kind not in codex.CALLS:
+    def add(self, line: int, message: dict) -> None:
+        content = message.get("content")
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        uses = [b for b in blocks if b.get("type") == "tool_use"]
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        if not uses:
             self.in_flight = set()
-        if kind == "message":
-            role = entry.get("role")
-            if role not in codex.MESSAGE_ROLES:
-                allowed = ", ".join(sorted(codex.MESSAGE_ROLES))
-                self.out.append(Violation(line, "invalid-role", f"role {role!r}: allowed are {allowed}"))
-            elif role == USER:
-                self._close(line)
-        elif kind in codex.CALLS:
-            self._call(line, entry.get("call_id"))
-            if isinstance(entry.get("call_id"), str):
-                self.in_flight.add(entry["call_id"])
-        elif kind in codex.OUTPUTS:
-            self._output(line, entry.get("call_id"))
+        role = message.get("role")
+        if role not in RESPONSES_ROLES:
+            allowed = ", ".join(sorted(RESPONSES_ROLES))
+            self.out.append(Violation(line, "invalid-role", f"role {role!r}: allowed are {allowed}"))
+        elif results:
+            for result in results:
+                self._output(line, result.get("tool_use_id"))
+        elif uses:
+            for use in uses:
+                self._call(line, use.get("id"))
+                if isinstance(use.get("id"), str):
+                    self.in_flight.add(use["id"])
+        elif role == USER:
+            self._close(line)
+
+    def other(self) -> None:
+        """An item that is no message, call or output: the calls before it are no longer in flight."""
+        self.in_flight = set()
 
     def aborted(self, line: int) -> None:
         for call_id in self.in_flight & self.calls.keys():
@@ -329,9 +340,7 @@ class Validator:
 
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
-        self._openai = dialect.name == OPENAI.name
-        self._claude_code = dialect.name == CLAUDE_CODE.name
-        self._codex = dialect.name == CODEX.name
+        self._api = dialect.api
         self._tracker = dialect.new_tracker()
         # Per conversation: its checker and what it found (dropped when a compaction starts it anew).
         self._checkers: dict[str, _Turns | _ToolCalls | _CallOutputs] = {}
@@ -343,12 +352,12 @@ class Validator:
         checker = self._checkers.get(key)
         if checker is None:
             out = self._found.setdefault(key, [])
-            if self._codex:
+            if self._api == "responses":
                 checker = _CallOutputs(out)
-            elif self._openai:
+            elif self._api == "chat-completions":
                 checker = _ToolCalls(out)
             else:
-                checker = _Turns(out, check_order=not self._claude_code)
+                checker = _Turns(out, check_order=self.dialect.results_first)
             self._checkers[key] = checker
         return checker
 
@@ -359,21 +368,27 @@ class Validator:
 
     def add(self, line: int, record: dict) -> None:
         key = self._tracker.key(record)
-        if self._codex:
-            self._add_codex(key, line, record)
-            return
-        if self._claude_code:
-            if is_compact_boundary(record):
-                self._restart(key)
+        dialect = self.dialect
+        compaction = dialect.compaction(record)
+        if compaction is not None:
+            self._restart(key)  # a summary record without a boundary before it starts anew too
+            if compaction == BOUNDARY:
+                for entry in dialect.restarted_with(record):  # what the new context starts with
+                    self._check(key, line, entry)
                 return
-            if record.get("type") == USER and record.get("isCompactSummary") is True:
-                # Older Claude Code writes the summary without a boundary record before it.
-                self._restart(key)
-        if not self._claude_code and "role" not in record:
+        if dialect.aborts_turn(record):
+            checker = self._checker(key)
+            if isinstance(checker, _CallOutputs):
+                checker.aborted(line)
+            return
+        if dialect.one_message_per_line and dialect.message(record) is None:
             # One message per line in these dialects: anything else would be sent as garbage.
             self._found.setdefault(key, []).append(Violation(line, "not-a-message", "record has no role"))
             return
-        if self._openai:
+        self._check(key, line, record)
+
+    def _check(self, key: str, line: int, record: dict) -> None:
+        if self._api == "chat-completions":  # checked on the records: tool messages keep their role
             self._count(key)
             self._checker(key).add(line, record)
             return
@@ -381,21 +396,10 @@ class Validator:
         if message is not None:
             self._count(key)
             self._checker(key).add(line, message)
-
-    def _add_codex(self, key: str, line: int, record: dict) -> None:
-        restart = self.dialect.compaction(record)
-        if restart is not None:
-            self._restart(key)
-            entries = [entry["payload"] for entry in restart]  # what the context starts with
-        else:
-            entries = [entry] if (entry := codex.item(record)) is not None else []
-        checker = self._checker(key)
-        assert isinstance(checker, _CallOutputs)
-        if codex.event_type(record) == "turn_aborted":
-            checker.aborted(line)
-        for entry in entries:
-            self._count(key)
-            checker.add(line, entry)
+        elif self._api == "responses" and self.dialect.message(record) is not None:
+            checker = self._checker(key)
+            if isinstance(checker, _CallOutputs):
+                checker.other()
 
     def _count(self, key: str) -> None:
         self.messages += 1
