@@ -6,8 +6,6 @@ no manifest line names, never a line naming a missing archive."""
 
 from __future__ import annotations
 
-import os
-import stat
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from compactcli import storage
-from compactcli.errors import IO_ERR, CompactError
 from compactcli.storage import ArchiveRecord
 
 AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -74,9 +71,10 @@ def prune_folder(
 ) -> list[Pruned]:
     """Apply `rule` to the transcripts of one archive folder that `selected` picks (by source path)."""
     now = now or datetime.now(UTC)
-    storage.require_private_dir(folder)
-    with storage.locked_manifest(folder) as raw:
-        lines = raw.splitlines(keepends=True)
+    with storage.rewriting_manifest(folder) as manifest:
+        if manifest is None:
+            return []
+        lines = manifest.content.splitlines(keepends=True)
         by_source: dict[str, list[int]] = defaultdict(list)
         records = [storage.parse_record(line) for line in lines]
         for index, record in enumerate(records):
@@ -85,11 +83,10 @@ def prune_folder(
         results, drop = [], set()
         for source in sorted(by_source):
             indexes = by_source[source]
-            mine = [records[i] for i in indexes]
-            gone = [indexes[p] for p in rule.dropped(mine, now)]
+            gone = [indexes[p] for p in rule.dropped([records[i] for i in indexes], now)]
             drop.update(gone)
             result = Pruned(source, folder, [records[i] for i in gone], len(indexes) - len(gone))
-            result.freed = sum(_size(folder, record) for record in result.dropped)
+            result.freed = sum(manifest.archive_size(record.archive) for record in result.dropped)
             results.append(result)
         if drop and not dry_run:
             kept = [
@@ -97,43 +94,9 @@ def prune_folder(
                 for i, line in enumerate(lines)
                 if i not in drop
             ]
-            storage.replace_manifest(folder, kept)
-    if not dry_run:
-        for result in results:
-            for record in result.dropped:
-                _remove(folder, record)
+            manifest.replace(kept)
+            # only now: a crash before this leaves archives no line names, never a line naming nothing
+            for result in results:
+                for record in result.dropped:
+                    manifest.remove_archive(record.archive)
     return results
-
-
-def _archive_in(folder: Path, record: ArchiveRecord) -> Path | None:
-    """The record's archive file when it is a regular file directly inside `folder` (never a
-    symlink, never a file elsewhere that a manifest line names)."""
-    if not record.archive:
-        return None
-    path = Path(record.archive)
-    if path.parent != folder.resolve():
-        return None
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise CompactError(f"{path}: {exc.strerror or exc}", IO_ERR) from None
-    return path if stat.S_ISREG(st.st_mode) else None
-
-
-def _size(folder: Path, record: ArchiveRecord) -> int:
-    path = _archive_in(folder, record)
-    return os.lstat(path).st_size if path else 0
-
-
-def _remove(folder: Path, record: ArchiveRecord) -> None:
-    path = _archive_in(folder, record)
-    if path is None:
-        return
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        raise CompactError(f"{path}: cannot remove archive: {exc.strerror or exc}", IO_ERR) from None

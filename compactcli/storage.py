@@ -506,51 +506,76 @@ def _open_manifest_locked(folder: ArchiveFolder, flags: int) -> int:
         os.close(fd)
 
 
+class ManifestRewrite:
+    """A trusted archive folder's manifest held under its lock (no append meanwhile), with the means
+    to replace it and to remove archives, all through the folder's descriptor (``compactcli prune``)."""
+
+    def __init__(self, folder: ArchiveFolder, content: bytes) -> None:
+        self.folder = folder
+        self.content = content
+
+    def replace(self, lines: list[bytes]) -> None:
+        """The manifest becomes ``lines`` (each ending in a newline) at once: temp file, fsync, rename."""
+        temp = f".{MANIFEST_NAME}.{os.getpid()}.{time.monotonic_ns()}.partial"
+        with _io_errors(self.folder.path / MANIFEST_NAME):
+            fd = self.folder.create(temp)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.writelines(lines)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.rename(temp, MANIFEST_NAME, src_dir_fd=self.folder.fd, dst_dir_fd=self.folder.fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    self.folder.unlink(temp)
+                raise
+            self.folder.fsync()
+
+    def _member(self, archive: str) -> tuple[str, os.stat_result] | None:
+        """The name and status of an archive a record names, when it is a regular file directly in
+        this folder (never a link, never a file elsewhere that a manifest line names)."""
+        if not archive or Path(archive).parent != self.folder.path.resolve():
+            return None
+        name = Path(archive).name
+        try:
+            st = os.stat(name, dir_fd=self.folder.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        return (name, st) if stat.S_ISREG(st.st_mode) else None
+
+    def archive_size(self, archive: str) -> int:
+        with _io_errors(archive):
+            member = self._member(archive)
+        return member[1].st_size if member else 0
+
+    def remove_archive(self, archive: str) -> None:
+        with _io_errors(archive):
+            member = self._member(archive)
+            if member is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    self.folder.unlink(member[0])
+
+
 @contextlib.contextmanager
-def locked_manifest(archive_dir: Path) -> Iterator[bytes]:
-    """Hold the manifest's lock (no append meanwhile) and give its content; b"" when there is none."""
-    manifest = archive_dir / MANIFEST_NAME
-    with _io_errors(manifest):
+def rewriting_manifest(archive_dir: Path) -> Iterator[ManifestRewrite | None]:
+    """The manifest of a trusted archive folder under its lock; None when the folder does not exist.
+    An untrusted folder raises Untrusted (exit 74)."""
+    with _io_errors(archive_dir):
         folder = ArchiveFolder.open(archive_dir, create=False)
-        if folder is None:
-            yield b""
-            return
-        with folder:
+    if folder is None:
+        yield None
+        return
+    with folder:
+        with _io_errors(archive_dir / MANIFEST_NAME):
             try:
                 fd = _open_manifest_locked(folder, os.O_RDONLY)
             except FileNotFoundError:
-                yield b""
-                return
-            with os.fdopen(fd, "rb") as f:
-                yield f.read()
-
-
-def replace_manifest(archive_dir: Path, lines: list[bytes]) -> None:
-    """Replace the manifest with `lines` (each ending in a newline) at once: temp file, fsync, rename.
-    Call it while holding `locked_manifest`."""
-    manifest = archive_dir / MANIFEST_NAME
-    with _io_errors(manifest):
-        fd, temp = tempfile.mkstemp(prefix=".manifest.", suffix=".partial", dir=archive_dir)
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.writelines(lines)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(temp, manifest)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
-        _fsync_dir(archive_dir)
-
-
-def require_private_dir(folder: Path) -> None:
-    """An existing archive folder is used only if it is trusted (``ArchiveFolder.open``); else exit 74."""
-    opened = ArchiveFolder.open(folder, create=False)
-    if opened is None:
-        raise CompactError(f"{folder}: No such file or directory", IO_ERR)
-    opened.close()
+                fd = None
+        if fd is None:
+            yield ManifestRewrite(folder, b"")
+            return
+        with os.fdopen(fd, "rb") as f:
+            yield ManifestRewrite(folder, f.read())
 
 
 def parse_record(line: bytes) -> ArchiveRecord | None:
