@@ -62,6 +62,7 @@ def sandbox(tmp_path: Path) -> dict[str, str]:
     shutil.copy(ROOT / "samples" / "claude-code" / "session.jsonl", tmp_path / "session.jsonl")
     shutil.copytree(ROOT / "samples", tmp_path / "transcripts")
     shutil.copytree(ROOT / "samples", tmp_path / ".claude" / "projects")
+    (tmp_path / "team.toml").write_text("[micro]\nkeep = 5\n")  # named by `compactcli config --help`
     venv_bin = tmp_path / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     (venv_bin / "compactcli").symlink_to(Path(sys.executable).with_name("compactcli"))
@@ -148,3 +149,26 @@ def test_pre_commit_snippet_runs_as_written(sandbox: dict[str, str]) -> None:
     assert len(staged) == 6
     assert done.returncode == 0, done.stderr
     assert "6 files" in done.stderr
+
+
+def help_examples() -> list[tuple[str, str]]:
+    """(command, example line) from the Examples: section of every command's --help."""
+    from compactcli.cli import COMMANDS
+
+    found = []
+    script = str(Path(sys.executable).with_name("compactcli"))
+    for command in COMMANDS:
+        page = subprocess.run([script, command, "--help"], capture_output=True, text=True, timeout=60).stdout
+        for line in page.split("Examples:\n", 1)[1].splitlines():
+            if not line.strip():
+                break
+            found.append((command, line.strip()))
+    return found
+
+
+@pytest.mark.parametrize(("command", "example"), help_examples(), ids=[e for _, e in help_examples()])
+def test_help_examples_paste_and_run(command: str, example: str, sandbox: dict[str, str]) -> None:
+    """Every example on a help page runs as printed in the sandbox (exit 1 is a check's answer)."""
+    done = bash(example, sandbox)
+    assert done.returncode in (0, 1), (example, done.stderr)
+    assert "Usage:" not in done.stderr

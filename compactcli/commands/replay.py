@@ -103,7 +103,7 @@ that means real API calls for each one (--backend digest costs nothing).
 \b
 Examples:
   compactcli replay session.jsonl --backend digest
-  compactcli replay session.jsonl --timeline timeline.csv --plot tokens.png
+  compactcli replay session.jsonl --timeline timeline.csv --threshold 20000
   compactcli replay session.jsonl --threshold 30000,50000,80000 --keep 3,10
 """
 

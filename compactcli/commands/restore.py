@@ -42,7 +42,7 @@ def restore(paths, archive_dir, list_only, which, as_json):
       compactcli restore session.jsonl
       compactcli restore --list ~/.claude/projects
       compactcli restore --which 0 session.jsonl
-      compactcli restore --archive-dir /backups/transcripts transcripts/
+      compactcli restore --archive-dir ~/backups/transcripts transcripts/
     """
     folder = Path(archive_dir) if archive_dir else None
     code = OK
