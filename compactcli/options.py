@@ -33,6 +33,7 @@ class Inputs:
     fmt: str | None
     on_invalid: str
     jobs: int
+    scheduler: str | None
     verbose: bool
     quiet: bool
     as_json: bool
@@ -43,6 +44,7 @@ class Writes:
     """What `write_options` gathered: where results go and whether to write at all."""
 
     output: str | None
+    output_dir: str | None
     archive_dir: str | None
     check: bool
     diff: bool
@@ -66,6 +68,32 @@ class Writes:
             dry_run=self.dry_run,
             min_age=self.min_age,
         )
+
+
+class InputPath(click.Path):
+    """A local path that must exist, or a URL (s3://, gs://, az://, file://) checked when it is read."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and "://" in value:
+            from compactcli import remote
+
+            if remote.is_url(value):
+                return value
+        return super().convert(value, param, ctx)
+
+
+def _check_scheduler(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from compactcli import executors
+
+    if not value:
+        return None
+    if not executors.dask_available():
+        raise click.UsageError(executors.DASK_EXTRA_HINT, ctx)
+    if value.startswith(executors.LOCAL_CLUSTER):
+        count = value[len(executors.LOCAL_CLUSTER) :]
+        if not count.isdigit() or int(count) < 1:
+            raise click.BadParameter("local:N takes a number of workers N >= 1", ctx, param)
+    return value
 
 
 def _decorated(func, decorators: list):
@@ -95,7 +123,7 @@ def input_options(*, format_is_dialect: bool = True) -> Callable:
     """
     dialect_flags = ("--dialect", "--format") if format_is_dialect else ("--dialect",)
     options = [
-        click.argument("paths", nargs=-1, required=True, type=click.Path(allow_dash=True, exists=True)),
+        click.argument("paths", nargs=-1, required=True, type=InputPath(allow_dash=True, exists=True)),
         click.option(
             "--glob", "glob", default="*.jsonl", show_default=True, help="Files to pick in folders."
         ),
@@ -121,6 +149,15 @@ def input_options(*, format_is_dialect: bool = True) -> Callable:
             show_default=True,
             help="Files processed in parallel (one process each).",
         ),
+        click.option(
+            "--scheduler",
+            metavar="ADDRESS",
+            envvar="DASK_SCHEDULER_ADDRESS",
+            show_envvar=True,
+            callback=_check_scheduler,
+            help="Run on this Dask cluster (tcp://HOST:8786; local:N starts N local workers) instead of "
+            "--jobs. Needs compactcli[dask].",
+        ),
         click.option("-v", "--verbose", is_flag=True, help="A line per file on stderr."),
         click.option("-q", "--quiet", is_flag=True, help="No summary line."),
         click.option("--json", "as_json", is_flag=True, help="One JSON object per file (stdout)."),
@@ -137,6 +174,15 @@ def write_options() -> Callable:
             type=click.Path(allow_dash=True, dir_okay=False),
             default=None,
             help="Write to this file ('-' = stdout) instead of in place; one input only.",
+        ),
+        click.option(
+            "--output-dir",
+            metavar="DIR|URL",
+            default=None,
+            help="Write each result under DIR or URL (s3://, gs://, az://), keeping the inputs' relative "
+            "layout; the originals stay, and .compactcli-manifest.jsonl there says what came from where. "
+            "The only way to write to an object store: it has no atomic rename or locks, so files there "
+            "are never rewritten in place.",
         ),
         click.option(
             "--archive-dir",

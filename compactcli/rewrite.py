@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from compactcli import errors, storage
+from compactcli import errors, remote, storage
 from compactcli.report import BUSY, CHANGED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome
-from compactcli.transcript import READ_BUFFER, STDIN
+from compactcli.transcript import READ_BUFFER, STDIN, open_input
 
 STDOUT = "-"
 
@@ -86,6 +86,15 @@ class _CountingWriter:
 
 
 def process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
+    return _closing_edits(analyze, lambda closing: _process(item, settings, closing))
+
+
+def process_open(item: str, source: BinaryIO, settings: FileSettings, analyze: Analyze) -> Outcome:
+    """An input already open (a spooled URL, --output-dir) to `settings.output`, or a preview of it."""
+    return _closing_edits(analyze, lambda closing: _to_output(item, source, settings, closing))
+
+
+def _closing_edits(analyze: Analyze, run: Callable[[Analyze], Outcome]) -> Outcome:
     def analyze_and_close(source: BinaryIO, name: str) -> Edit:
         edit = analyze(source, name)
         opened.append(edit)
@@ -93,7 +102,7 @@ def process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
 
     opened: list[Edit] = []
     try:
-        return _process(item, settings, analyze_and_close)
+        return run(analyze_and_close)
     finally:
         for edit in opened:
             edit.close()
@@ -102,6 +111,9 @@ def process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
 def _process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
     if item == STDIN:
         return _process_stdin(settings, analyze)
+    if remote.is_url(item):  # read-only here (-o and previews): an object store is not rewritten in place
+        with open_input(item) as (source, name):
+            return _to_output(name, source, settings, analyze)
     path = Path(item)
     st = path.stat()
     skipped = too_recent(item, st, settings)

@@ -11,20 +11,30 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from compactcli import errors
+from compactcli import errors, executors, remote
 from compactcli.archives import is_archive_dir
 from compactcli.report import BUSY, FAILED, Outcome
 from compactcli.transcript import STDIN
+
+if TYPE_CHECKING:
+    from compactcli.options import Inputs, Writes
 
 
 def find_inputs(
     paths: tuple[str, ...], glob: str, archive_dir: str | None = None, output: str | None = None
 ) -> list[str]:
     """The files to process; usage errors (exit 2) for inputs and -o that do not go together."""
-    items = discover(paths, glob, Path(archive_dir) if archive_dir else None)
+    try:
+        items = discover(paths, glob, Path(archive_dir) if archive_dir else None)
+    except errors.CompactError as exc:  # a URL that cannot be listed
+        if exc.exit_code == errors.USAGE:
+            raise click.UsageError(str(exc)) from None
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(exc.exit_code) from None
     if output is not None and len(items) != 1:
         raise click.UsageError(f"-o/--output takes exactly one input file, got {len(items)}")
     same_file = output not in (None, STDIN) and items[0] != STDIN
@@ -33,6 +43,49 @@ def find_inputs(
     if STDIN in items and len(items) > 1:
         raise click.UsageError("'-' (stdin) cannot be combined with other inputs")
     return items
+
+
+def file_worker(
+    items: list[str], inputs: Inputs, writes: Writes, settings, analyze
+) -> Callable[[str], Outcome]:
+    """How each file is written: in place or to -o (local files), or under --output-dir (any URL)."""
+    from compactcli.rewrite import process
+
+    if writes.output_dir is None:
+        urls = [item for item in items if remote.is_url(item)]
+        if urls and writes.output is None and not writes.preview:
+            raise click.UsageError(
+                f"{urls[0]}: files named by URL are never rewritten in place (object stores have no "
+                "atomic rename or locks): write the results elsewhere with --output-dir DIR|URL"
+            )
+        return partial(process, settings=settings, analyze=analyze)
+    from compactcli import output_dir
+
+    if writes.output is not None:
+        raise click.UsageError("-o and --output-dir do not go together")
+    problem = output_dir.check_layout(items, inputs.paths)
+    if problem:
+        raise click.UsageError(problem)
+    return partial(
+        output_dir.process,
+        settings=settings,
+        analyze=analyze,
+        output_dir=writes.output_dir,
+        roots=inputs.paths,
+    )
+
+
+def write_manifest(outcomes: list[Outcome], writes: Writes, settings) -> None:
+    """The --output-dir manifest, once every file is written (failing to write it is an I/O error)."""
+    if writes.output_dir is None or writes.preview:
+        return
+    from compactcli import output_dir
+
+    try:
+        output_dir.write_manifest(writes.output_dir, outcomes, settings.command, settings.options)
+    except errors.CompactError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(exc.exit_code) from None
 
 
 def stdout_carries_data(items: list[str], output: str | None) -> bool:
@@ -48,8 +101,10 @@ def discover(paths: Iterable[str], glob: str, archive_dir: Path | None = None) -
     found: list[str] = []
     seen: set[str] = set()
     for given in paths:
-        if given == STDIN or not os.path.isdir(given):
-            candidates: Iterable[str] = [given]
+        if "://" in given and remote.is_url(given):
+            candidates: Iterable[str] = remote.discover(given, glob)
+        elif given == STDIN or not os.path.isdir(given):
+            candidates = [given]
         elif is_archive_dir(Path(given), skip_exact):
             candidates = []
         else:
@@ -81,10 +136,12 @@ def run(
     worker: Callable[[str], Outcome],
     *,
     jobs: int = 1,
+    scheduler: str | None = None,
     progress: bool | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
-    """Process every item; a worker's unexpected exception fails that item only."""
+    """Process every item, here (--jobs) or on a Dask cluster (--scheduler): the same outcomes in the same
+    order either way. A documented error fails its item only (run_one)."""
     if progress is None:
         progress = sys.stderr.isatty() and len(items) > 1
     bar = None
@@ -98,28 +155,37 @@ def run(
         printing = partial(tqdm.external_write_mode, file=sys.stderr)
     outcomes: list[Outcome] = []
 
-    def record(outcome: Outcome) -> None:
-        outcomes.append(outcome)
-        if on_outcome:
-            with printing():
-                on_outcome(outcome)
+    def done(count: int) -> None:
         if bar is not None:
-            bar.update(1)
+            bar.update(count)
 
     try:
-        if jobs > 1 and len(items) > 1:
-            from concurrent.futures import ProcessPoolExecutor  # costs 20 ms of start-up; only here
-
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                for outcome in pool.map(run_one, [worker] * len(items), items):
-                    record(outcome)
-        else:
-            for item in items:
-                record(run_one(worker, item))
+        with _executor(jobs, scheduler) as executor:
+            for outcome in executor.map(partial(run_one, worker), items, done):
+                outcomes.append(outcome)
+                if on_outcome:
+                    with printing():
+                        on_outcome(outcome)
     finally:
         if bar is not None:
             bar.close()
     return outcomes
+
+
+@contextlib.contextmanager
+def _executor(jobs: int, scheduler: str | None) -> Iterator[executors.Executor]:
+    if scheduler is None:
+        yield executors.LocalExecutor(jobs)
+        return
+    try:
+        cluster = executors.DaskExecutor(scheduler).__enter__()
+    except errors.CompactError as exc:  # no cluster: no file is touched
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(exc.exit_code) from None
+    try:
+        yield cluster
+    finally:
+        cluster.__exit__(None, None, None)
 
 
 def run_one(worker: Callable[[str], Outcome], item: str) -> Outcome:

@@ -103,8 +103,8 @@ def diff_line(raw: bytes) -> str:
 def open_input(item: str) -> Iterator[tuple[BinaryIO, str]]:
     """A transcript opened for reading, with the name messages use for it.
 
-    stdin ('-') is spooled to a temp file: dialect detection reads ahead and seeks back, and some
-    commands read their input twice, which a pipe cannot do.
+    stdin ('-') and URLs (s3://...) are spooled to a temp file: dialect detection reads ahead and seeks
+    back, and some commands read their input twice, which a pipe cannot do.
     """
     if item == STDIN:
         with tempfile.TemporaryFile() as spool:
@@ -112,6 +112,13 @@ def open_input(item: str) -> Iterator[tuple[BinaryIO, str]]:
             spool.seek(0)
             yield spool, STDIN_NAME
         return
+    if "://" in item:
+        from compactcli import remote
+
+        if remote.is_url(item):
+            with remote.open_spooled(item) as spool:
+                yield spool, item
+            return
     with open(item, "rb", buffering=READ_BUFFER) as source:
         if source.seekable():
             yield source, item

@@ -128,7 +128,7 @@ def estimate(
         model=model,
         use_cache=not no_cache,
     )
-    outcomes = runner.run(items, worker, jobs=inputs.jobs, on_outcome=report)
+    outcomes = runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report)
     printer.finish(outcomes)
     if not inputs.quiet:
         click.echo(summary(outcomes, method, max_tokens), err=True)

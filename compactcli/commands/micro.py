@@ -9,7 +9,6 @@ import click
 from compactcli import micro_file, report, runner
 from compactcli.errors import EXIT_CODES_HELP
 from compactcli.options import Inputs, Writes, input_options, micro_options, micro_settings, write_options
-from compactcli.rewrite import process
 
 
 @click.command(epilog=EXIT_CODES_HELP)
@@ -48,14 +47,18 @@ def micro(inputs: Inputs, writes: Writes, **layer):
     analyze = partial(
         micro_file.analyze, options=options, fmt=inputs.fmt, on_invalid=inputs.on_invalid, estimator=estimator
     )
-    worker = partial(process, settings=writes.settings("micro", manifest_options), analyze=analyze)
+    settings = writes.settings("micro", manifest_options)
+    worker = runner.file_worker(items, inputs, writes, settings, analyze)
     reporter = report.Reporter(
         verbose=inputs.verbose,
         quiet=inputs.quiet,
         as_json=inputs.as_json,
         stdout_has_data=runner.stdout_carries_data(items, writes.output),
     )
-    outcomes = runner.run(items, worker, jobs=inputs.jobs, on_outcome=reporter.outcome)
+    outcomes = runner.run(
+        items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=reporter.outcome
+    )
+    runner.write_manifest(outcomes, writes, settings)
     # every preview (--check, --diff, --dry-run) counts what would change
     reporter.summary(report.summary(outcomes, verb="compacted", check=writes.preview))
     raise SystemExit(report.exit_code(outcomes))

@@ -19,7 +19,6 @@ from compactcli.options import (
     write_options,
 )
 from compactcli.report import BUSY, CHANGED, FAILED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome, Reporter
-from compactcli.rewrite import process
 from compactcli.summarize_file import SummarizeOptions, analyze
 
 HELP = f"""Replace a conversation with one summary message (Layers 2 and 3).
@@ -222,6 +221,9 @@ def summarize(
     if (use_batch or batch_id) and not preview:
         from compactcli.message_batch import run_batch
 
+        if writes.output_dir or inputs.scheduler:
+            raise click.UsageError("--batch writes in place or to -o: not with --output-dir or --scheduler")
+
         outcomes = run_batch(
             items,
             settings=settings,
@@ -232,8 +234,11 @@ def summarize(
             on_outcome=reporter.outcome,
         )
     else:
-        worker = partial(process, settings=settings, analyze=file_analyze)
-        outcomes = runner.run(items, worker, jobs=inputs.jobs, on_outcome=reporter.outcome)
+        worker = runner.file_worker(items, inputs, writes, settings, file_analyze)
+        outcomes = runner.run(
+            items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=reporter.outcome
+        )
+        runner.write_manifest(outcomes, writes, settings)
     reporter.summary(summary_line(outcomes, preview))
     raise SystemExit(report.exit_code(outcomes))
 

@@ -118,6 +118,6 @@ def validate(inputs: Inputs):
         reporter.outcome(outcome)
 
     worker = partial(check_file, fmt=inputs.fmt, on_invalid=inputs.on_invalid)
-    outcomes = runner.run(items, worker, jobs=inputs.jobs, on_outcome=report)
+    outcomes = runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report)
     reporter.summary(summary(outcomes))
     raise SystemExit(exit_code(outcomes))
