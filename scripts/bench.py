@@ -11,6 +11,7 @@ and medians are reported (the machine may be noisy).
 micro's output is checked against (c) line by line (json.loads equal), so both do the same work.
 
     .venv/bin/python scripts/bench.py --mb 100 [--dialect all] [--workdir DIR] [--repeat 3] [--profile]
+    .venv/bin/python scripts/bench.py --many-files 20000 --workers 2   (see bench_cluster.py)
 """
 
 from __future__ import annotations
@@ -509,9 +510,21 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="also run micro under cProfile")
     parser.add_argument("--no-startup", action="store_true", help="skip the start-up checks")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--many-files", type=int, metavar="N", help="instead: N small files, --jobs against a Dask cluster"
+    )
+    parser.add_argument("--workers", type=int, default=2, help="--many-files: processes / workers (2)")
     args = parser.parse_args()
 
     cli, python = find_cli()
+    if args.many_files:
+        import bench_cluster
+
+        base = args.workdir or Path(tempfile.mkdtemp(prefix="compactcli-bench-"))
+        result = bench_cluster.run(cli, base, args.many_files, args.workers, args.repeat, args.seed)
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2) + "\n")
+        return 1 if result["failures"] else 0
     print(f"CLI: {' '.join(cli)}  interpreter: {python}  cores: {os.cpu_count()}")
     base = args.workdir or Path(tempfile.mkdtemp(prefix="compactcli-bench-"))
     base.mkdir(parents=True, exist_ok=True)

@@ -295,3 +295,14 @@ def _keep_killing(pipe: Path, client, job: subprocess.Popen) -> None:
             except ProcessLookupError:
                 pass
         time.sleep(0.05)
+
+
+@needs_dask
+def test_the_scheduler_can_come_from_the_configuration_file(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.compactcli]\nscheduler = "local:0"\n')
+    (tmp_path / "t.jsonl").write_text('{"role": "user", "content": "hi"}\n')
+    done = subprocess.run(
+        [*cli(), "estimate", "t.jsonl"], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert done.returncode == 2  # the file's value reached --scheduler and was checked there
+    assert "local:N takes a number of workers N >= 1" in done.stderr
