@@ -94,7 +94,7 @@ class DaskExecutor:
                     n_workers=workers,
                     threads_per_worker=1,
                     processes=True,
-                    dashboard_address=None,
+                    dashboard_address=":0",
                     silence_logs=logging.ERROR,
                 )
                 self._client = Client(self._cluster)

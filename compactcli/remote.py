@@ -106,13 +106,8 @@ def open_spooled(url: str) -> Iterator[BinaryIO]:
     """The object copied to a local temp file (seekable, read twice), memory bounded by COPY_CHUNK."""
     fs, path = filesystem(url)
     with tempfile.TemporaryFile(prefix="compactcli-remote-") as spool:
-        try:
-            with fs.open(path, "rb") as remote:
-                shutil.copyfileobj(remote, spool, COPY_CHUNK)
-        except FileNotFoundError:
-            raise errors.CompactError(f"{url}: no such file") from None
-        except Exception as exc:
-            raise errors.CompactError(f"{url}: cannot read: {_reason(exc)}") from None
+        with _failing_as(url, "read"), fs.open(path, "rb") as remote:
+            shutil.copyfileobj(remote, spool, COPY_CHUNK)
         spool.seek(0)
         yield spool
 
@@ -120,29 +115,34 @@ def open_spooled(url: str) -> Iterator[BinaryIO]:
 def upload(local: str, url: str) -> None:
     """Put a finished local file at `url` as one object (readers never see it half-written)."""
     fs, path = filesystem(url)
-    try:
+    with _failing_as(url, "write"):
         fs.put_file(local, path)
-    except Exception as exc:
-        raise errors.CompactError(f"{url}: cannot write: {_reason(exc)}") from None
 
 
 def read_bytes(url: str) -> bytes | None:
     """A small object's content, or None if there is none."""
     fs, path = filesystem(url)
-    try:
-        return fs.cat_file(path)
-    except FileNotFoundError:
+    if not fs.exists(path):
         return None
-    except Exception as exc:
-        raise errors.CompactError(f"{url}: cannot read: {_reason(exc)}") from None
+    with _failing_as(url, "read"):
+        return fs.cat_file(path)
 
 
 def write_bytes(url: str, data: bytes) -> None:
     fs, path = filesystem(url)
-    try:
+    with _failing_as(url, "write"):
         fs.pipe_file(path, data)
+
+
+@contextmanager
+def _failing_as(url: str, action: str) -> Iterator[None]:
+    """Each filesystem raises errors of its own (botocore's, azure's...): one CompactError naming the URL."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise errors.CompactError(f"{url}: no such file") from None
     except Exception as exc:
-        raise errors.CompactError(f"{url}: cannot write: {_reason(exc)}") from None
+        raise errors.CompactError(f"{url}: cannot {action}: {_reason(exc)}") from None
 
 
 def _reason(exc: Exception) -> str:

@@ -86,7 +86,7 @@ def run(cli: list[str], base: Path, count: int, workers: int, repeat: int, seed:
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",
             silence_logs=logging.ERROR,
         ) as cluster,
         Client(cluster),
