@@ -8,10 +8,10 @@ import sys
 import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, BinaryIO
 
-from compactcli import dialects, storage
+from compactcli import dialects, remote, storage
 from compactcli.errors import BadInput
 from compactcli.layers.replay import (
     TIMELINE_FIELDS,
@@ -38,6 +38,9 @@ class Source:
         if path == STDIN:
             self.stem = "stdin"
             self.place = Path.cwd() / "stdin.jsonl"  # where the default archive folder goes
+        elif remote.is_url(path):  # archives, if any, go in this folder, as for stdin
+            self.stem = PurePosixPath(path).stem
+            self.place = Path.cwd() / f"{self.stem}.jsonl"
         else:
             self.stem = Path(path).stem
             self.place = Path(path)

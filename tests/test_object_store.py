@@ -159,3 +159,13 @@ def test_a_local_cluster_compacts_a_bucket_like_a_local_run(s3, uploaded) -> Non
     assert done.stderr.strip().endswith(f"{len(expected)} files compacted, 0 unchanged")
     written = objects(client, "dask-out/")
     assert {k: v for k, v in written.items() if not k.startswith(".")} == expected
+
+
+def test_replay_reads_an_s3_url_as_it_reads_the_local_file(s3, uploaded) -> None:
+    env, _ = s3
+    root, _ = uploaded
+    remote = run(env, "replay", f"s3://{BUCKET}/in/anthropic/session.jsonl", "--json", "--threshold", "500")
+    local = run(env, "replay", root / "anthropic" / "session.jsonl", "--json", "--threshold", "500")
+    assert remote.returncode == local.returncode == 0, remote.stderr
+    assert json.loads(remote.stdout)["compactions"]["auto"] >= 1  # the simulation did something to compare
+    assert remote.stdout.replace(f"s3://{BUCKET}/in", str(root)) == local.stdout

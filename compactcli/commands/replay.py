@@ -23,7 +23,13 @@ from compactcli.layers.replay import (
     Replay,
 )
 from compactcli.layers.summarize import Summarizer
-from compactcli.options import SummarizerSettings, micro_options, micro_settings, summarizer_options
+from compactcli.options import (
+    InputPath,
+    SummarizerSettings,
+    micro_options,
+    micro_settings,
+    summarizer_options,
+)
 from compactcli.replay_file import (
     TIMELINE_SUFFIXES,
     Source,
@@ -137,7 +143,7 @@ INT_LIST = IntList()
 
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
-@click.argument("path", type=click.Path(allow_dash=True, exists=True, dir_okay=False))
+@click.argument("path", type=InputPath(allow_dash=True, exists=True, dir_okay=False))
 @click.option(
     "--dialect",
     "--format",
