@@ -98,6 +98,13 @@ class _Conversation:
         self.offsets.clear()
 
 
+def _with_history(dialect: Dialect, record: dict) -> list[dict]:
+    """A record, or for a compaction that carries the new context itself, the records of that context."""
+    if dialect.compaction(record) == BOUNDARY:
+        return dialect.restarted_with(record)
+    return [record]
+
+
 def _skeleton(dialect: Dialect, record: dict, normalized: dict, summary: bool) -> dict:
     """Role and tool ids (all that choose_cut reads), and the start of an earlier summary's text
     (what nothing_to_summarize reads)."""
@@ -155,9 +162,10 @@ class SummaryEdit:
             if number not in wanted or number in self.conversation.synthetic:
                 continue
             record = parse_line(raw, self.path, number, self.on_invalid).record
-            normalized = self.dialect.normalize(record) if record is not None else None
-            if normalized is not None:
-                yield normalized
+            for each in _with_history(self.dialect, record) if record is not None else ():
+                normalized = self.dialect.normalize(each)
+                if normalized is not None:
+                    yield normalized
 
     def prepare(self, source: BinaryIO) -> None:
         """Have the summary written (the API call, if any). Raises Unavailable (exit 69)."""
@@ -284,6 +292,7 @@ class _Reader:
         self.line_numbers: dict[int, int] = {}  # offset -> line, for relinked lines (diff only)
         self.style: _Style | None = None
         self.first_user: int | None = None  # offset of the first user message
+        self.sources: list[int] = []  # Dialect.feeds_summary records of the active context, by offset
 
     def add(self, number: int, raw: bytes, offset: int, record: dict) -> None:
         for counter in self.counters:
@@ -299,7 +308,14 @@ class _Reader:
         compaction = dialect.compaction(record)
         if compaction == BOUNDARY:
             conversation.restart()
+            self.sources = []
+            if dialect.feeds_summary(record):
+                self.sources.append(offset)
+            if dialect.restarted_with(record):  # it carries the new context: one summary message
+                self._message(conversation, number, raw, offset, record, {"role": "user"}, summary=True)
             return
+        if dialect.feeds_summary(record) and conversation is self.main:
+            self.sources.append(offset)
         normalized = dialect.normalize(record)
         if normalized is None:
             return
@@ -317,12 +333,13 @@ class _Reader:
         offset: int,
         record: dict,
         normalized: dict,
+        summary: bool = False,
     ) -> None:
         if self.style is None:
             self.style = _style_of(raw)
-        if self.first_user is None and normalized.get("role") == "user":
+        if self.first_user is None and normalized.get("role") == "user" and not summary:
             self.first_user = offset
-        summary = is_summary_message(normalized) or record.get("isCompactSummary") is True
+        summary = summary or is_summary_message(normalized) or record.get("isCompactSummary") is True
         conversation.messages.append(_skeleton(self.dialect, record, normalized, summary))
         conversation.lines.append(number)
         conversation.offsets.append(offset)
@@ -416,3 +433,6 @@ def _place_cut(
     last_linked = [entry[0] for entry in before if entry[2] is not None][-1:]
     first_user = [reader.first_user] if reader.first_user is not None else []
     edit.context_offsets = tuple(dict.fromkeys(first_user + last_message + last_linked))
+    sources = [offset for offset in reader.sources if offset < edit.cut_offset]
+    if sources:  # the dialect names what its compaction is built from (Dialect.feeds_summary)
+        edit.context_offsets = tuple(sources)

@@ -103,6 +103,53 @@ with open(dst, "w", encoding="utf-8") as out:
         out.write("\\n")
 """
 
+# The same rule for a Codex rollout: outputs paired with calls by call_id, and the UI copy of a cleared
+# output (exec_command_end, patch_apply_end) cleared with it.
+STDLIB_MICRO_CODEX = """
+import json, sys
+src, dst = sys.argv[1:3]
+KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read"}
+PLACEHOLDER = "[Previous: used {tool_name}]"
+COPIES = {"exec_command_end": ("aggregated_output", "formatted_output", "stdout", "stderr"),
+          "patch_apply_end": ("stdout", "stderr")}
+with open(src, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+
+names, outputs, copies = {}, [], {}
+for i, record in enumerate(records):
+    payload = record.get("payload")
+    if not isinstance(payload, dict):
+        continue
+    kind, item = payload.get("type"), record.get("type") == "response_item"
+    if item and kind in ("function_call", "custom_tool_call"):
+        names.setdefault(payload.get("call_id"), str(payload.get("name") or "unknown"))
+    elif item and kind in ("function_call_output", "custom_tool_call_output"):
+        outputs.append(i)
+    elif record.get("type") == "event_msg" and kind in COPIES:
+        copies.setdefault(payload.get("call_id"), []).append(i)
+
+for i in outputs[: max(len(outputs) - KEEP, 0)]:
+    payload = records[i]["payload"]
+    text = payload.get("output")
+    if not isinstance(text, str) or len(text) <= MIN_CHARS:
+        continue
+    name = names.get(payload.get("call_id"), "unknown")
+    placeholder = PLACEHOLDER.replace("{tool_name}", name)
+    if name in PRESERVE or text == placeholder:
+        continue
+    payload["output"] = placeholder
+    for j in copies.get(payload.get("call_id"), ()):
+        copy = records[j]["payload"]
+        present = [field for field in COPIES[copy["type"]] if isinstance(copy.get(field), str)]
+        for n, field in enumerate(present):
+            copy[field] = placeholder if n == 0 else ""
+
+with open(dst, "w", encoding="utf-8") as out:
+    for record in records:
+        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        out.write("\\n")
+"""
+
 # Prints which modules a command imported, after running it in this interpreter.
 IMPORT_PROBE = """
 import runpy, sys
@@ -215,6 +262,7 @@ def make_cases(src: Path, work: Path, dialect: str, cli: list[str], python: str)
         micro_out.unlink(missing_ok=True)
 
     micro = [*cli, "micro", "-q"]
+    stdlib_micro = STDLIB_MICRO_CODEX if dialect == "codex" else STDLIB_MICRO
     return [
         Case(
             "micro in place (archived)",
@@ -250,7 +298,7 @@ def make_cases(src: Path, work: Path, dialect: str, cli: list[str], python: str)
         ),
         Case(
             "stdlib in memory",
-            [python, "-c", STDLIB_MICRO, str(src), str(work / "stdlib.jsonl"), dialect],
+            [python, "-c", stdlib_micro, str(src), str(work / "stdlib.jsonl"), dialect],
             output=work / "stdlib.jsonl",
         ),
     ]

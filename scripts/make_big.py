@@ -1,10 +1,13 @@
-"""Generate a large, realistic transcript (Claude Code log or Anthropic Messages JSONL) for benchmarks.
+"""Generate a large, realistic transcript (Claude Code log, Anthropic Messages JSONL or Codex CLI rollout) for
+benchmarks.
 
 Deterministic: the same --mb, --dialect and --seed give the same bytes. The shape follows real Claude Code
 logs: one assistant record per tool_use block, one user record per tool_result with a `toolUseResult` copy of
 the output, inline sub-agent (sidechain) traffic after a Task call, and passthrough records (progress,
 file-history-snapshot, system/turn_duration, summary). Tool outputs are 200 B to 20 KB (log-uniform), with
 escapes (quotes, backslashes, tabs) and non-ASCII text, written as compact JSON the way Claude Code writes it.
+A Codex rollout has session_meta, turn_context, parallel exec_command calls whose output is also copied into
+an exec_command_end event, apply_patch custom tool calls, reasoning and token_count events.
 
     python scripts/make_big.py --mb 100 --dialect claude-code -o /tmp/big.jsonl
 """
@@ -20,7 +23,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-DIALECTS = ("claude-code", "anthropic")
+DIALECTS = ("claude-code", "anthropic", "codex")
 GENERATOR_VERSION = 1  # bump when the output changes, so cached files are rebuilt
 
 # (tool, weight); Read is preserved by micro by default, so its share matters.
@@ -317,12 +320,138 @@ class _Maker:
             yield from self.turn()
 
 
+# Codex tools, by weight: its shell tool does most of the work (file reads included), write_stdin polls
+# a running command, apply_patch edits (a custom tool: free-form input), read_file is preserved by micro.
+CODEX_TOOLS = [("exec_command", 70), ("write_stdin", 10), ("apply_patch", 12), ("read_file", 8)]
+
+
+class _CodexMaker(_Maker):
+    """A Codex CLI rollout: `{"timestamp", "type", "payload"}` records."""
+
+    def call_id(self) -> str:
+        alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+        return "call_" + "".join(self.rng.choices(alphabet, k=24))
+
+    def line(self, kind: str, payload: dict) -> dict:
+        return {"timestamp": self.tick(), "type": kind, "payload": payload}
+
+    def item(self, payload: dict) -> dict:
+        return self.line("response_item", payload)
+
+    def text_item(self, role: str, text: str) -> dict:
+        kind = "output_text" if role == "assistant" else "input_text"
+        return self.item({"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
+
+    def call(self, name: str, call_id: str) -> dict:
+        if name == "apply_patch":
+            patch = f"*** Begin Patch\n*** Update File: {self.path()}\n@@\n" + self.slice(
+                self.rng.randint(200, 3000)
+            )
+            return self.item(
+                {
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": call_id,
+                    "name": name,
+                    "input": patch,
+                }
+            )
+        if name == "read_file":
+            arguments = {"file_path": self.path(), "offset": 1, "limit": 400}
+        elif name == "write_stdin":
+            arguments = {"session_id": self.rng.randint(1000, 99999), "chars": "", "yield_time_ms": 1000}
+        else:
+            arguments = {"cmd": self.sentence(10, 120), "workdir": self.cwd, "yield_time_ms": 1000}
+        return self.item(
+            {"type": "function_call", "name": name, "arguments": json.dumps(arguments), "call_id": call_id}
+        )
+
+    def outputs(self, name: str, call_id: str, turn: str) -> Iterator[dict]:
+        """The output and, for shell commands, its UI copy (written first as often as not)."""
+        body = self.slice(self.output_length(), numbered=name == "read_file")
+        if name == "apply_patch":
+            result = {
+                "output": "Success. Updated the following files:\nM " + self.path() + "\n",
+                "metadata": {},
+            }
+            yield self.item(
+                {"type": "custom_tool_call_output", "call_id": call_id, "output": json.dumps(result)}
+            )
+            return
+        output = f"Chunk ID: {self.rng.getrandbits(24):06x}\nProcess exited with code 0\nOutput:\n{body}"
+        result = self.item({"type": "function_call_output", "call_id": call_id, "output": output})
+        if name != "exec_command":
+            yield result
+            return
+        copy = self.line(
+            "event_msg",
+            {
+                "type": "exec_command_end",
+                "call_id": call_id,
+                "turn_id": turn,
+                "command": ["/bin/bash", "-lc", self.sentence(10, 80)],
+                "cwd": self.cwd,
+                "stdout": "",
+                "stderr": "",
+                "aggregated_output": body,
+                "exit_code": 0,
+                "formatted_output": body,
+                "status": "completed",
+            },
+        )
+        yield from (copy, result) if self.rng.random() < 0.5 else (result, copy)
+
+    def token_count(self, given: int) -> dict:
+        usage = {
+            "input_tokens": given,
+            "cached_input_tokens": given // 2,
+            "output_tokens": 300,
+            "total_tokens": given + 300,
+        }
+        return self.line("event_msg", {"type": "token_count", "info": {"last_token_usage": usage}})
+
+    def turn(self) -> Iterator[dict]:
+        turn = self.uuid()
+        yield self.line("turn_context", {"turn_id": turn, "cwd": self.cwd, "model": "gpt-5-codex"})
+        yield self.text_item("user", self.sentence(40, 600))
+        for _ in range(self.rng.randint(3, 25)):
+            yield self.item(
+                {
+                    "type": "reasoning",
+                    "summary": [],
+                    "content": None,
+                    "encrypted_content": "gAAAA" + self.slice(800),
+                }
+            )
+            if self.rng.random() < 0.4:
+                yield self.text_item("assistant", self.sentence(20, 300))
+            width = 1 if self.rng.random() < 0.6 else self.rng.randint(2, 6)  # parallel calls
+            names = self.rng.choices(
+                [t for t, _ in CODEX_TOOLS], weights=[w for _, w in CODEX_TOOLS], k=width
+            )
+            calls = [(name, self.call_id()) for name in names]
+            for name, call_id in calls:
+                yield self.call(name, call_id)
+            yield self.token_count(self.rng.randint(10_000, 200_000))
+            for name, call_id in self.rng.sample(calls, len(calls)):
+                yield from self.outputs(name, call_id, turn)
+        yield self.text_item("assistant", self.sentence(100, 2000))
+
+    def records(self) -> Iterator[dict]:
+        meta = {"id": self.session, "cwd": self.cwd, "cli_version": "0.122.0", "originator": "codex_cli_rs"}
+        meta["base_instructions"] = {"text": self.sentence(5000, 12000)}
+        yield self.line("session_meta", meta)
+        yield self.text_item("developer", "<permissions instructions>" + self.sentence(500, 3000))
+        while True:
+            yield from self.turn()
+
+
 def generate(path: Path, mb: float, dialect: str, seed: int = 1) -> int:
     """Write about `mb` MB (10**6 bytes) of transcript to `path`; returns the number of lines."""
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {DIALECTS}")
     target = int(mb * 1_000_000)
-    maker = _Maker(dialect, seed)
+    maker = _CodexMaker(dialect, seed) if dialect == "codex" else _Maker(dialect, seed)
     written = lines = 0
     with open(path, "wb") as out:
         for record in maker.records():

@@ -425,19 +425,160 @@ def test_dialect_reads_calls_and_outputs_by_call_id():
     assert {res.tool_use_id for res in results} == {u.id for u in uses} - {"call_rerun"}
 
 
-# --- what is not written yet ----------------------------------------------------------------------------
+# --- summarize, replay, restore ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["summarize", "replay"])
-def test_commands_that_write_a_compaction_refuse_a_rollout_and_leave_it(
-    rollout: Path, tmp_path: Path, command
-):
+def summary_prefix_of(text: str) -> str:
+    return text.split("]", 1)[0] + "]" if text.startswith("[Conversation compressed. Transcript: ") else ""
+
+
+def test_summarize_writes_what_codex_writes_at_a_compaction(rollout: Path, tmp_path: Path):
     before = rollout.read_bytes()
-    run = compactcli(command, "--backend", "digest", str(rollout), cwd=tmp_path)
-    assert run.returncode == 65, run.stderr
-    assert "Codex CLI rollout" in run.stderr and "Traceback" not in run.stderr
+    out = tmp_path / "out.jsonl"
+    run = compactcli("summarize", "--backend", "digest", "--keep-last", "0", "-o", out, rollout, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    lines = out.read_bytes().splitlines(keepends=True)
+    assert lines[0] == before.splitlines(keepends=True)[0], "session_meta is kept byte for byte, first"
+    records = [json.loads(raw) for raw in lines]
+    assert [(r["type"], r["payload"].get("type")) for r in records] == [
+        ("session_meta", None),
+        ("compacted", None),
+        ("event_msg", "context_compacted"),
+    ]
+    compacted = records[1]["payload"]
+    history = compacted["replacement_history"]
+    texts = [(item["role"], item["content"][0]["text"]) for item in history]
+    # The initial context, the user's own messages (the earlier summary left out: the new one covers it),
+    # then the summary as a user message.
+    assert texts[:5] == [
+        ("developer", codex_rollout.DEVELOPER),
+        ("user", codex_rollout.ENVIRONMENT),
+        ("user", codex_rollout.ASK_1),
+        ("user", codex_rollout.ASK_2),
+        ("user", codex_rollout.ASK_3),
+    ]
+    assert len(history) == 6 and texts[5] == ("user", compacted["message"])
+    archive = Path(
+        summary_prefix_of(compacted["message"])[len("[Conversation compressed. Transcript: ") : -1]
+    )
+    assert archive.read_bytes() == before
+    assert "Add a --json flag" in compacted["message"]  # the digest names the task
+
+    # Read back: the conversation starts at the new compacted record.
+    seed = _estimate(out, "seed", tmp_path)
+    stats = seed.get("stats", seed)
+    assert (stats["active_from"], stats["messages"]) == (2, 6)
+    assert compactcli("validate", out, cwd=tmp_path).returncode == 0
+    # Nothing left to summarize: a second run changes nothing.
+    again = compactcli("summarize", "--backend", "digest", "--keep-last", "0", out, cwd=tmp_path)
+    assert again.returncode == 0 and out.read_bytes() == b"".join(lines)
+
+
+def test_summarize_keeps_the_tail_byte_for_byte_and_calls_with_their_outputs(tmp_path: Path):
+    records = before_compaction()
+    path = codex_rollout.write(tmp_path / "rollout.jsonl", records)
+    before = path.read_bytes().splitlines(keepends=True)
+    run = compactcli("summarize", "--backend", "digest", "--keep-last", "3", path, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    after = path.read_bytes().splitlines(keepends=True)
+    # The last three items are the view_image call, its output and the answer; the cut moves to the call.
+    view_call = line_of(
+        records, lambda r: r["payload"].get("call_id") == "call_view" and "name" in r["payload"]
+    )
+    assert after[3:] == before[view_call - 1 :]
+    assert [json.loads(raw)["type"] for raw in after[:3]] == ["session_meta", "compacted", "event_msg"]
+    assert compactcli("validate", path, cwd=tmp_path).returncode == 0
+
+
+def test_summarize_keeps_the_users_recent_messages_within_a_budget():
+    from compactcli.dialects import codex
+
+    # 20,000 tokens at 4 bytes each: two messages of 30,000 bytes fit, the third is cut to its last 20,000.
+    texts = ["a" * 30_000, "b" * 30_000, "c" * 30_000]
+    kept = codex.recent_within(texts)
+    assert kept[1:] == ["b" * 30_000, "c" * 30_000]
+    assert kept[0] == codex.TRUNCATED + "\n" + "a" * 20_000
+    assert codex.recent_within(["x" * 10], tokens=0) == []
+
+
+def test_replay_counts_model_calls_and_resets_at_the_recorded_compaction(rollout: Path, tmp_path: Path):
+    timeline = tmp_path / "timeline.jsonl"
+    run = compactcli(
+        "replay",
+        "--backend",
+        "digest",
+        "--threshold",
+        "1000000",
+        "--timeline",
+        timeline,
+        rollout,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    rows = [json.loads(line) for line in timeline.read_text().splitlines()]
+    records = lines_of(rollout)
+    # One model call per response: the first item the model wrote after something it did not.
+    calls = [row["index"] + 1 for row in rows if row["event"] is None]
+    first_items = [
+        n
+        for n, r in enumerate(records, 1)
+        if r["type"] == "response_item"
+        and (
+            r["payload"]["type"] in ("reasoning", "function_call", "custom_tool_call")
+            or r["payload"].get("role") == "assistant"
+        )
+        and not _model_item(_previous_item(records, n))
+    ]
+    assert calls == first_items and len(calls) == 8
+    recorded = [row for row in rows if row["event"] == "recorded"]
+    assert [row["index"] + 1 for row in recorded] == [line_of(records, lambda r: r["type"] == "compacted")]
+    assert recorded[0]["tokens_after"] < recorded[0]["tokens"]
+
+
+def _model_item(record: dict | None) -> bool:
+    if record is None or record["type"] != "response_item":
+        return False
+    payload = record["payload"]
+    return (
+        payload["type"] in ("reasoning", "function_call", "custom_tool_call")
+        or payload.get("role") == "assistant"
+    )
+
+
+def _previous_item(records: list[dict], line: int) -> dict | None:
+    """The response_item (or compacted record) before 1-based `line`."""
+    for record in reversed(records[: line - 1]):
+        if record["type"] in ("response_item", "compacted"):
+            return record
+    return None
+
+
+def test_replay_auto_compacts_the_way_codex_does(rollout: Path, tmp_path: Path):
+    out = tmp_path / "context.jsonl"
+    run = compactcli("replay", "--backend", "digest", "--threshold", "300", "-o", out, rollout, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    records = lines_of(out)
+    assert records[0] == lines_of(rollout)[0]
+    assert [r["type"] for r in records[1:3]] == ["compacted", "event_msg"]
+    assert records[1]["payload"]["replacement_history"][-1]["content"][0]["text"].startswith(
+        "[Conversation compressed. Transcript: "
+    )
+    assert compactcli("validate", out, cwd=tmp_path).returncode == 0
+
+
+def test_restore_puts_the_original_back(rollout: Path, tmp_path: Path):
+    before = rollout.read_bytes()
+    assert compactcli("micro", rollout, cwd=tmp_path).returncode == 0
+    assert compactcli("summarize", "--backend", "digest", rollout, cwd=tmp_path).returncode == 0
+    summarized = rollout.read_bytes()
+    assert summarized != before and b'"type":"compacted"' in summarized
+    assert compactcli("restore", rollout, cwd=tmp_path).returncode == 0
+    micro_only = rollout.read_bytes()  # the latest archive: what micro wrote, before the summary
+    assert micro_only not in (summarized, before) and assert_only_results_cleared(
+        "codex", before, micro_only, is_default_placeholder
+    )
+    assert compactcli("restore", "--which", "0", rollout, cwd=tmp_path).returncode == 0
     assert rollout.read_bytes() == before
-    assert not list(tmp_path.glob(".transcripts/*.jsonl")), "nothing archived"
 
 
 # --- the real rollout in ../shared/corpus ---------------------------------------------------------------
@@ -479,6 +620,20 @@ def test_real_rollout_through_every_command(original: Path, tmp_path: Path):
     assert assert_only_results_cleared("codex", before, after, is_default_placeholder) == stats["cleared"]
     assert compactcli("validate", str(work), cwd=tmp_path).returncode == 0
 
-    for command in ("summarize", "replay"):
-        refused = compactcli(command, "--backend", "digest", str(work), cwd=tmp_path)
-        assert refused.returncode == 65 and work.read_bytes() == after
+    out = tmp_path / "summarized.jsonl"
+    run = compactcli("summarize", "--backend", "digest", "--keep-last", "0", "-o", out, work, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    records = lines_of(out)
+    assert records[0] == json.loads(before.splitlines()[0])
+    assert [r["type"] for r in records] == ["session_meta", "compacted", "event_msg"]
+    history = records[1]["payload"]["replacement_history"]
+    assert history[-1]["content"][0]["text"] == records[1]["payload"]["message"]
+    assert any(item.get("role") == "developer" for item in history)
+    assert compactcli("validate", out, cwd=tmp_path).returncode == 0
+    seed = _estimate(out, "seed", tmp_path)
+    assert seed.get("stats", seed)["active_from"] == 2
+
+    replayed = compactcli(
+        "replay", "--backend", "digest", "-o", tmp_path / "replayed.jsonl", work, cwd=tmp_path
+    )
+    assert replayed.returncode == 0, replayed.stderr

@@ -21,7 +21,9 @@ HELP = """Count the tokens of each transcript's active context; fail CI when one
 
 PATHS are files, folders (searched for --glob) or '-' for stdin. Nothing is changed. For Claude
 Code logs the active context is the main conversation from its last compaction on; a file of
-sub-agent (sidechain) records only is counted as its own conversation.
+sub-agent (sidechain) records only is counted as its own conversation. For Codex rollouts it is
+what follows the last `compacted` record, its replacement_history first; heuristic and api also
+count the base_instructions of session_meta.
 
 \b
 Methods (--method):
@@ -33,9 +35,11 @@ Methods (--method):
              --model); answers are cached by content hash under
              $XDG_CACHE_HOME/compactcli (--no-cache to skip)
   usage      the context recorded at the last model call (Claude Code
-             usage fields), which also holds the system prompt and tool
-             definitions that transcripts do not; a file without any is
-             reported as "no usage recorded" and fails --max-tokens (1)
+             usage fields; Codex: the last token_count's
+             last_token_usage.total_tokens), which also holds the system
+             prompt and tool definitions that transcripts do not; a file
+             without any is reported as "no usage recorded" and fails
+             --max-tokens (1)
 
 \b
 Output (--format, on stdout):

@@ -19,7 +19,9 @@ def micro(inputs: Inputs, writes: Writes, **layer):
     """Replace the content of old tool results with a short placeholder (Layer 1).
 
     PATHS are files, folders (searched for --glob) or '-' for stdin. Files are rewritten in place, the
-    original archived first; stdin goes to stdout.
+    original archived first; stdin goes to stdout. A Claude Code record's toolUseResult copy of a
+    cleared result is dropped; in a Codex rollout the UI's copy (exec_command_end output,
+    patch_apply_end stdout/stderr, matched by call_id) is cleared too.
 
     \b
     Examples:

@@ -66,6 +66,10 @@ Model calls, per dialect:
     conversation); other records are skipped. The whole history is
     replayed from the top: a compaction recorded in the file resets the
     context to its summary (a `recorded` event).
+  codex: the first item of each response (reasoning, an assistant message
+    or a call after an item the model did not write); event_msg and
+    turn_context records are skipped; a `compacted` record resets the
+    context to its replacement_history (a `recorded` event).
 
 \b
 Summaries (--backend, as in `summarize`):

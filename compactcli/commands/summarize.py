@@ -48,7 +48,10 @@ sent and in the summary, unless --no-redact; the archive keeps the original.
 
 Claude Code sessions get what Claude Code writes at a compaction (a compact_boundary record, then
 an isCompactSummary user record with the session's identity), so they still resume; the records
-before the cut are dropped (they are in the archive), except `summary` title lines. OpenAI system
+before the cut are dropped (they are in the archive), except `summary` title lines. Codex rollouts
+get what Codex writes at /compact, so `codex resume` carries on: session_meta stays first, then a
+`compacted` record whose replacement_history holds the developer and environment context, the
+user's most recent messages and the summary, then an event_msg `context_compacted`. OpenAI system
 messages stay on top. --check, --diff and --dry-run never call a model.
 
 An API failure (after the SDK's retries) leaves the file untouched, with no archive: exit 69.

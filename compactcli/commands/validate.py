@@ -82,7 +82,8 @@ summary goes to stderr.
 
 Consecutive messages of one role are one turn, as the API combines them. Each conversation is
 checked on its own; for Claude Code logs that is the main one from its last compaction on, and each
-sub-agent conversation.
+sub-agent conversation. In a Codex rollout (from its last `compacted` record) every call is answered
+once, after it, by an output with its call_id, before the next user message.
 
 \b
 Rules:
@@ -94,6 +95,8 @@ Accepted on purpose:
     API takes it; some platforms such as Amazon Bedrock do not);
   tool uses of the last assistant turn without results (the next call
     supplies them);
+  Codex calls in flight when their turn was aborted (Codex answers them
+    itself);
   OpenAI system and developer messages anywhere but inside a run of tool
     messages.
 

@@ -52,6 +52,9 @@ class Dialect:
     has_side_conversations: bool = False
     # summarize and replay can write a compaction the dialect's agent resumes from (summary_records).
     writes_compactions: bool = True
+    # One response's records may have tool results written between them (Claude Code); otherwise a
+    # record the model did not write ends the response being recorded (Dialect.call_id).
+    results_inside_responses: bool = False
 
     def fit(self, record: dict) -> int:
         """PROVES: only this dialect writes such a record; FITS: it could be one of ours; NO: it is not."""
@@ -121,8 +124,9 @@ class Dialect:
         are one call. None: every assistant message is a call of its own."""
         return None
 
-    def recorded_call(self, record: dict) -> tuple[int, int, bool] | None:
-        """(context, output tokens, is a model call) recorded on a record of its own, or None."""
+    def recorded_call(self, record: dict) -> tuple[int, int, object] | None:
+        """(context, output tokens, call key) recorded on a record of its own, or None. Records with
+        one key are one model call (its figure written twice); key None: a size, not a call."""
         return None
 
     def aborts_turn(self, record: dict) -> bool:
@@ -153,6 +157,12 @@ class Dialect:
         """Point a record at a new parent (its old one was summarized away)."""
 
     # -- how a compaction is written -------------------------------------------------------------
+
+    def feeds_summary(self, record: dict) -> bool:
+        """A record of the summarized part that summary_records needs beyond the edges (Codex keeps
+        the user's messages and the session's context in its compaction). When a dialect names such
+        records, summary_records gets those, in file order, instead of the edges."""
+        return False
 
     def summary_records(
         self,

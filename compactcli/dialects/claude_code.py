@@ -80,6 +80,7 @@ class ClaudeCodeDialect(Dialect):
     name = "claude-code"
     one_message_per_line = False  # progress, snapshots, summaries... pass through untouched
     results_first = False  # Claude Code moves tool results to the front itself when it sends them
+    results_inside_responses = True  # one response split over records, its tool results between them
     has_side_conversations = True
 
     def fit(self, record: dict) -> int:

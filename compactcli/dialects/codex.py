@@ -9,7 +9,8 @@ agent messages, command output, token counts); `session_meta` and `turn_context`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
 
 from compactcli.dialects.base import BOUNDARY, NO, PROVES, Dialect, ToolResult, ToolUse
 
@@ -88,12 +89,13 @@ def base_instructions(record: dict) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def last_call_usage(record: dict) -> tuple[int, int, bool] | None:
-    """(context, output tokens, is a model call) of a `token_count` event, else None.
+def last_call_usage(record: dict) -> tuple[int, int, object] | None:
+    """(context, output tokens, call key) of a `token_count` event, else None.
 
     `last_token_usage.total_tokens` is the context after the call: its input plus what it wrote, which the
-    next call sends again. Right after a compaction Codex records the new history's size with
-    `input_tokens` 0: a size, not a model call.
+    next call sends again. The key tells calls apart (the running `total_token_usage`: Codex sometimes
+    writes one call's count twice); it is None right after a compaction, where Codex records the new
+    history's size with `input_tokens` 0: a size, not a model call.
     """
     payload = event(record)
     if payload is None or payload.get("type") != "token_count":
@@ -105,9 +107,46 @@ def last_call_usage(record: dict) -> tuple[int, int, bool] | None:
     total, given = usage.get("total_tokens"), usage.get("input_tokens")
     if not isinstance(total, int) or total <= 0:
         return None
+    if not (isinstance(given, int) and given > 0):
+        return total, 0, None
     output = usage.get("output_tokens")
-    is_call = isinstance(given, int) and given > 0
-    return total, (output if isinstance(output, int) and is_call else 0), is_call
+    key = json.dumps(info.get("total_token_usage"), sort_keys=True)
+    return total, output if isinstance(output, int) else 0, key
+
+
+# Texts Codex puts in user messages that the user did not type: the session's context, re-sent after a
+# compaction as part of the initial context.
+CONTEXT_TAGS = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<permissions")
+
+
+def item_text(entry: dict) -> str:
+    """The text of a message item (its input_text / output_text parts, joined by newlines)."""
+    content = entry.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+    )
+
+
+def is_context(entry: dict) -> bool:
+    """A developer message, or a user message that carries Codex's context rather than the user's words."""
+    if entry.get("type") != "message":
+        return False
+    if entry.get("role") in ("developer", "system"):
+        return True
+    return entry.get("role") == "user" and item_text(entry).lstrip().startswith(CONTEXT_TAGS)
+
+
+RESPONSE = "response"  # Dialect.call_id of every item the model writes: consecutive ones are one call
+
+
+def is_model_item(entry: dict) -> bool:
+    """An item the model wrote: reasoning, an assistant message or a call."""
+    kind = entry.get("type")
+    return kind in CALLS or kind == "reasoning" or (kind == "message" and entry.get("role") == "assistant")
 
 
 def call_name(entry: dict) -> str:
@@ -172,11 +211,10 @@ def normalize_item(entry: dict) -> dict | None:
     """A Responses API item as an Anthropic-shaped message, or None for items that carry nothing."""
     kind = entry.get("type")
     if kind == "message":
-        role = entry.get("role")
         content = _blocks(entry.get("content"))
-        if role in ("developer", "system"):
+        if is_context(entry):  # instructions and environment, not the user's words
             return {"role": "system", "content": content}
-        return {"role": role, "content": content}
+        return {"role": entry.get("role"), "content": content}
     if kind in CALLS:
         use = {"type": "tool_use", "id": entry.get("call_id"), "name": call_name(entry)}
         use["input"] = _arguments(entry)
@@ -206,7 +244,6 @@ class CodexDialect(Dialect):
     title = "a Codex CLI rollout"
     api = "responses"
     one_message_per_line = False  # session_meta, turn_context and event_msg records pass through
-    writes_compactions = False  # not yet: Codex's own `compacted` record is not written
 
     def fit(self, record: dict) -> int:
         return PROVES if is_record(record) else NO
@@ -246,7 +283,32 @@ class CodexDialect(Dialect):
     def aborts_turn(self, record: dict) -> bool:
         return event_type(record) == "turn_aborted"
 
-    def recorded_call(self, record: dict) -> tuple[int, int, bool] | None:
+    def call_id(self, record: dict) -> object:
+        # The items of one response (reasoning, message, calls) come one after another: one call.
+        entry = item(record)
+        return RESPONSE if entry is not None and is_model_item(entry) else None
+
+    def stays_on_top(self, record: dict) -> bool:
+        return record.get("type") == "session_meta"  # Codex reads the session from the first line
+
+    def feeds_summary(self, record: dict) -> bool:
+        entry = item(record)
+        is_message = entry is not None and entry.get("type") == "message" and entry.get("role") != "assistant"
+        return is_message or record.get("type") == "compacted"
+
+    def summary_records(
+        self,
+        text: str,
+        *,
+        context_records: list[dict],
+        pre_tokens: int | None = None,
+        now: datetime | None = None,
+        new_uuid: Callable[[], str] | None = None,
+    ) -> list[dict]:
+        context, user_texts = kept_context(context_records)
+        return compaction_records(text, context, user_texts, now or datetime.now(UTC))
+
+    def recorded_call(self, record: dict) -> tuple[int, int, object] | None:
         return last_call_usage(record)
 
     def instructions(self, record: dict) -> str | None:
@@ -262,6 +324,79 @@ class CodexDialect(Dialect):
         present = [name for name in fields if isinstance(payload.get(name), str)]
         for index, name in enumerate(present):
             payload[name] = content if index == 0 else ""
+
+
+# --- a compaction, written the way Codex writes a local one (docs/design.md, "Codex rollouts") ----------
+
+# Codex keeps the user's most recent messages up to this many tokens (counted as bytes / 4) after the
+# initial context, then the summary.
+USER_MESSAGES_TOKENS = 20_000
+BYTES_PER_TOKEN = 4
+TRUNCATED = "[... the start of this message is left out]"
+
+
+def message_item(role: str, text: str) -> dict:
+    kind = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+
+def kept_context(records: Iterable[dict]) -> tuple[list[dict], list[str]]:
+    """What a compaction keeps from the records it replaces, in order: the distinct context messages
+    (developer instructions, environment) and the texts of the user's own messages. Earlier summaries
+    (the `message` of the compacted record whose history holds them) and encrypted remote summaries are
+    left out: the new summary covers them."""
+    context: list[dict] = []
+    seen: set[str] = set()
+    texts: list[str] = []
+    for record in records:
+        history = replacement_history(record)
+        summary = record["payload"].get("message") if history is not None else None
+        single = item(record)
+        for entry in history if history is not None else ([single] if single is not None else []):
+            if is_context(entry):
+                key = json.dumps(entry, sort_keys=True)
+                if key not in seen:
+                    seen.add(key)
+                    context.append(entry)
+            elif entry.get("type") == "message" and entry.get("role") == "user":
+                text = item_text(entry)
+                if text.strip() and text != summary:
+                    texts.append(text)
+    return context, texts
+
+
+def recent_within(texts: list[str], tokens: int = USER_MESSAGES_TOKENS) -> list[str]:
+    """The most recent texts that fit in `tokens`; the oldest of them is cut (its end kept) to fit."""
+    room = tokens * BYTES_PER_TOKEN
+    kept: list[str] = []
+    for text in reversed(texts):
+        size = len(text.encode())
+        if room <= 0:
+            break
+        if size <= room:
+            kept.append(text)
+            room -= size
+            continue
+        tail = text.encode()[size - room :].decode(errors="ignore")
+        kept.append(TRUNCATED + "\n" + tail)
+        break
+    return kept[::-1]
+
+
+def compaction_records(summary: str, context: list[dict], user_texts: list[str], now: datetime) -> list[dict]:
+    """A `compacted` record whose replacement_history is the context, the user's recent messages and the
+    summary (a user message), then the `context_compacted` event, as Codex writes them at /compact."""
+    history = [*context, *(message_item("user", text) for text in recent_within(user_texts))]
+    history.append(message_item("user", summary))
+    stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return [
+        {
+            "timestamp": stamp,
+            "type": "compacted",
+            "payload": {"message": summary, "replacement_history": history},
+        },
+        {"timestamp": stamp, "type": "event_msg", "payload": {"type": "context_compacted"}},
+    ]
 
 
 CODEX = CodexDialect()

@@ -49,11 +49,13 @@ class UsageTracker:
         self._output_open = output if isinstance(output, int) else 0
         self.last = context
 
-    def add_call(self, context: int, output: int, is_call: bool = True) -> None:
-        """A call recorded on a record of its own (Codex `token_count`); `is_call` False: a size only."""
-        if is_call:
+    def add_call(self, context: int, output: int, key: object) -> None:
+        """A call recorded on a record of its own (Codex `token_count`, Dialect.recorded_call): records
+        with one key are one call, its figure written again; key None: a size, not a call."""
+        if key is not None and key != self._call_id:
             self.calls += 1
             self._output_done += output
+            self._call_id = key
         self.last = context
 
     @property

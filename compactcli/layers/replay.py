@@ -35,7 +35,7 @@ from compactcli import jsonio
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.layers import micro
 from compactcli.layers.micro import MicroIndex, MicroOptions
-from compactcli.layers.summarize import Summarizer, nothing_to_summarize, summary_text
+from compactcli.layers.summarize import SUMMARY_PREFIX, Summarizer, nothing_to_summarize, summary_text
 
 DEFAULT_THRESHOLD = 50_000
 COMPACT_TOOL = "compact"
@@ -195,6 +195,9 @@ class Replay:
             return
         message = self.dialect.normalize(record)
         if message is None:
+            if self.dialect.instructions(record) is not None:  # sent with every call (Codex's prompt)
+                self.context.append(Entry(record, raw, line, slow))
+                return
             if not self._one_message_per_line or self._manual is None:
                 return
             self._compact_manual()  # a line that is no message (anthropic, openai) ends the results
@@ -209,6 +212,8 @@ class Replay:
         self.context.append(entry)
         if message.get("role") != "assistant":
             self._answers_compact(line, record)
+            if not self.dialect.results_inside_responses:
+                self._response_id = None  # the response being recorded is over
         if self._recorded is not None:
             self._finish_recorded()
 
@@ -247,10 +252,13 @@ class Replay:
         compaction = dialect.compaction(record)
         if compaction == BOUNDARY:
             self._restart_recorded(line)
-            self.context = [Entry(record, raw, line, slow)]
+            kept = [entry for entry in self.context if self._kept_on_top(entry)]
+            self.context = [*kept, Entry(record, raw, line, slow)]
+            if dialect.restarted_with(record):  # the boundary carries the new context itself
+                self._finish_recorded()
             return False
         if dialect.message(record) is None:
-            return self._one_message_per_line
+            return self._one_message_per_line or dialect.instructions(record) is not None
         if compaction == SUMMARY:
             after_boundary = len(self.context) == 1 and dialect.compaction(self.context[0].record) == BOUNDARY
             if not after_boundary:  # older Claude Code writes the summary without a boundary
@@ -362,22 +370,31 @@ class Replay:
         """Records kept above the summary (OpenAI system messages: instructions are not paraphrased)."""
         return self.dialect.stays_on_top(entry.record)
 
-    def _summarized(self) -> list[dict]:
+    def _summarized(self, expand: bool = True) -> list[dict]:
+        """The context's messages for the summarizer. A compaction that carries the new context itself
+        gives that context; with `expand` False it stands for one summary message instead."""
         messages = []
         for entry in self.context:
-            if self._kept_on_top(entry):
+            if self._kept_on_top(entry) or self.dialect.is_synthetic(entry.record):
                 continue
-            if self.dialect.is_synthetic(entry.record):
+            carried = self._carried(entry.record)
+            if carried and not expand:
+                messages.append({"role": "user", "content": SUMMARY_PREFIX})
                 continue
-            normalized = self.dialect.normalize(entry.record)
-            if normalized is not None:
-                messages.append(normalized)
+            for record in carried or [entry.record]:
+                normalized = self.dialect.normalize(record)
+                if normalized is not None:
+                    messages.append(normalized)
         return messages
+
+    def _carried(self, record: dict) -> list[dict]:
+        """For a compaction that carries the new context itself, the records of that context."""
+        return self.dialect.restarted_with(record) if self.dialect.compaction(record) == BOUNDARY else []
 
     def _has_history(self) -> bool:
         """False when the context holds nothing but an earlier summary (compacting again would only
         rewrite it)."""
-        messages = self._summarized()
+        messages = self._summarized(expand=False)
         return not nothing_to_summarize(messages, len(messages))
 
     def _compact(self, kind: str, line: int, tokens: int, *, focus: str | None) -> None:

@@ -26,7 +26,8 @@ class Expect:
     torn: lines that json.loads rejects (the owner's redactor cut them off), by 1-based number.
     tool_results: whether the file holds any tool result the dialect reads.
     refused_as: for a refused file, the format name every command's refusal gives.
-    compacts: whether summarize and replay write a compaction into it; False: both refuse it (exit 65).
+    summarizes: whether `summarize --keep-last 6` has something to summarize; False when the active
+    context after the file's last compaction is that compaction and fewer than 6 messages.
     """
 
     dialect: str | None
@@ -35,7 +36,7 @@ class Expect:
     torn: frozenset[int] = frozenset()
     tool_results: bool = True
     refused_as: str = ""
-    compacts: bool = True
+    summarizes: bool = True
 
     @property
     def validate_exit(self) -> int:
@@ -81,9 +82,9 @@ EXPECTED: dict[str, Expect] = {
     "claude-code/vsla-9034225e.jsonl": Expect(CC),
     "claude-code/vsla-dc7e9081.jsonl": Expect(CC),
     "claude-code/vsla-f6108699.jsonl": Expect(CC),
-    # 145 function calls and 12 custom tool calls, all answered; a remote compaction near the end.
-    # summarize and replay do not write Codex compactions yet.
-    "codex/soulpass-codex-session.jsonl": Expect("codex", compacts=False),
+    # 145 function calls and 12 custom tool calls, all answered; a remote compaction 7 lines before the
+    # end, after which the model wrote one message.
+    "codex/soulpass-codex-session.jsonl": Expect("codex", summarizes=False),
     "openai-chat/hasak1y-transcript_1774924752528_auto.jsonl": Expect("openai"),
     # A manual compaction dump: every old result was already cleared by its runtime.
     "openai-chat/hasak1y-transcript_1774924793206_manual.jsonl": Expect("openai", micro_changes=False),
@@ -108,16 +109,14 @@ def expectation(path: Path) -> Expect:
         pytest.fail(f"{name(path)} has no row in tests/helpers/corpus.py EXPECTED")
 
 
-def corpus_params(with_tool_results: bool = False, compacts: bool = False) -> list:
+def corpus_params(with_tool_results: bool = False) -> list:
     """pytest parameters, one per corpus file (id: its path in the corpus); optionally only the files
-    whose expectation says they hold tool results, or that summarize and replay write into."""
-    params = []
-    for path in corpus_files():
-        expect = EXPECTED.get(name(path), Expect(None))
-        if (with_tool_results and not expect.tool_results) or (compacts and not expect.compacts):
-            continue
-        params.append(pytest.param(path, id=name(path)))
-    return params
+    whose expectation says they hold tool results."""
+    return [
+        pytest.param(path, id=name(path))
+        for path in corpus_files()
+        if not with_tool_results or EXPECTED.get(name(path), Expect(None)).tool_results
+    ]
 
 
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no corpus at {CORPUS}")
