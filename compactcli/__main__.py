@@ -1,3 +1,4 @@
 from compactcli.cli import main
 
-main()
+if __name__ == "__main__":  # not when a worker process (a Dask LocalCluster) imports it again
+    main()
