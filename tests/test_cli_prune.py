@@ -182,3 +182,25 @@ def test_list_of_a_file_without_history_says_so_and_exits_0(tmp_path: Path) -> N
     assert run.returncode == OK
     assert run.stdout == ""
     assert f"{path}: no history" in run.stderr
+
+
+def test_a_record_appended_while_prune_rewrites_the_manifest_is_kept(folder: Path) -> None:
+    """prune replaces the manifest under its lock; a micro that appends meanwhile waits, then writes
+    into the new manifest (not the replaced one, where its line would be lost)."""
+    from compactcli import storage
+
+    other = folder / "c.jsonl"
+    shutil.copy(SAMPLES / "openai" / "flattened.jsonl", other)
+    script = Path(sys.executable).with_name("compactcli")
+    with storage.rewriting_manifest(folder / ".transcripts") as manifest:
+        assert manifest is not None
+        micro = subprocess.Popen([str(script), "micro", other], stderr=subprocess.PIPE, text=True)
+        with pytest.raises(subprocess.TimeoutExpired):
+            micro.wait(timeout=2)  # waiting for the manifest's lock
+        lines = manifest.content.splitlines(keepends=True)
+        manifest.replace([line for line in lines if Path(json.loads(line)["source"]).name != "b.jsonl"])
+    assert micro.wait(timeout=60) == OK, micro.stderr.read()
+    assert records(folder, "b.jsonl") == []
+    assert len(records(folder, "a.jsonl")) == 3
+    [added] = records(folder, "c.jsonl")
+    assert Path(added["archive"]).is_file()
