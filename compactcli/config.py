@@ -173,10 +173,21 @@ class Value:
     source: str
 
 
+def _context(config: Config, name: str, command: click.Command) -> click.Context:
+    """`command`'s context without command-line options: its values are those of the file,
+    the environment and the defaults."""
+    defaults = defaults_for(config, name, command)
+    return command.make_context(name, [], default_map=defaults, resilient_parsing=True)
+
+
+def values_for(config: Config, name: str, command: click.Command) -> dict:
+    """Every parameter of `command` by name, as a run without command-line options would have it."""
+    return _context(config, name, command).params
+
+
 def values_in_force(config: Config, name: str, command: click.Command) -> list[Value]:
     """Every option of `command` with the value it would have without command-line options."""
-    defaults = defaults_for(config, name, command)
-    ctx = command.make_context(name, [], default_map=defaults, resilient_parsing=True)
+    ctx = _context(config, name, command)
     table = config.commands.get(name, {})
     rows = []
     for param in command.params:

@@ -138,6 +138,7 @@ class ContextCounter:
         *,
         detail: bool = True,
         top: int = 0,
+        micro: MicroOptions | None = None,
         model: str | None = None,
         cache: TokenCache | None = None,
         client: Any = None,
@@ -160,6 +161,7 @@ class ContextCounter:
         self._instructions: dict | None = None
         # --top lists only what micro would clear (with its default options): micro's own index decides
         self._micro = MicroIndex(dialect) if top else None
+        self._micro_options = micro or MicroOptions()
 
     def _new(self, start: int) -> _Conversation:
         return _Conversation(self.method, self.detail, self.top_size, start)
@@ -306,7 +308,9 @@ class ContextCounter:
         conv = self.active
         if conv.top is None or self._micro is None:
             return []
-        clearable = {(fact.line, fact.tool_use_id or "") for fact, _ in cleared(self._micro, MicroOptions())}
+        clearable = {
+            (fact.line, fact.tool_use_id or "") for fact, _ in cleared(self._micro, self._micro_options)
+        }
         return conv.top.result(conv.tool_names, clearable)
 
     @property

@@ -7,6 +7,7 @@ from typing import BinaryIO
 from compactcli.context import ContextCounter, TokenCache
 from compactcli.errors import CHECK_FAILED, OK
 from compactcli.layers.estimate import is_over, share
+from compactcli.layers.micro import MicroOptions
 from compactcli.report import Outcome
 from compactcli.transcript import dialect_for, open_input, read_lines
 
@@ -27,13 +28,14 @@ def estimate_stream(
     on_invalid: str,
     max_tokens: int | None,
     top: int = 0,
+    micro: MicroOptions | None = None,
     model: str | None = None,
     use_cache: bool = True,
 ) -> Outcome:
     """Count one open, seekable file; its lines are read once, in order."""
     dialect = dialect_for(source, path, fmt)
     cache = TokenCache.default() if use_cache else None
-    counter = ContextCounter(dialect, method, detail=True, top=top, model=model, cache=cache)
+    counter = ContextCounter(dialect, method, detail=True, top=top, micro=micro, model=model, cache=cache)
     size = lines = unreadable = 0
     for line in read_lines(source, path, on_invalid):
         size += len(line.raw)

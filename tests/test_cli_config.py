@@ -149,3 +149,18 @@ def test_config_shows_each_value_and_its_source(project: Path) -> None:
     text = compactcli("config", "micro", cwd=project)
     assert f"configuration file: {pyproject}" in text.stdout
     assert any(line.split()[:2] == ["micro", "--keep"] and "7" in line for line in text.stdout.splitlines())
+
+
+def test_estimate_top_follows_micros_configured_settings(tmp_path: Path) -> None:
+    shutil.copy(SAMPLES / "anthropic" / "session.jsonl", tmp_path / "t.jsonl")
+
+    def tools() -> set[str]:
+        run = compactcli("estimate", "--top", 100, "--json", "t.jsonl", cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+        return {item["tool"] for item in json.loads(run.stdout)["top"]}
+
+    assert "bash" in tools()
+    assert "read_file" not in tools()  # preserved by default
+    (tmp_path / "compactcli.toml").write_text('[micro]\npreserve = ["bash"]\n')
+    assert "bash" not in tools()
+    assert "read_file" in tools()

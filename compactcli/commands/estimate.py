@@ -52,8 +52,8 @@ Output (--format, on stdout):
           nothing for the rest
 
 The category split is always the heuristic's; with another method it shows where the tokens
-are. --top N lists the N heaviest tool results that micro would clear with its default options
-(line, tool, tokens): what micro would save.
+are. --top N lists the N heaviest tool results that micro would clear (line, tool, tokens), with
+micro's settings from the configuration file, if any: what micro would save.
 
 --calibrate: PATHS are Claude Code sessions; print each method's error against their recorded
 usage instead.
@@ -129,6 +129,7 @@ def estimate(
         on_invalid=inputs.on_invalid,
         max_tokens=max_tokens,
         top=top,
+        micro=_micro_in_force() if top else None,
         model=model,
         use_cache=not no_cache,
     )
@@ -137,3 +138,15 @@ def estimate(
     if not inputs.quiet:
         click.echo(summary(outcomes, method, max_tokens), err=True)
     raise SystemExit(exit_code(outcomes))
+
+
+def _micro_in_force():
+    """micro's options as a run of `compactcli micro` would have them (configuration included)."""
+    from compactcli import config
+    from compactcli.commands.micro import micro
+    from compactcli.options import micro_settings
+
+    settings = click.get_current_context().find_root().obj
+    if not isinstance(settings, config.Config):
+        settings = config.Config()
+    return micro_settings(config.values_for(settings, "micro", micro))
