@@ -1,0 +1,211 @@
+"""A reference model of micro and summarize, for the property tests to compare the CLI's output with.
+
+Written from docs/design.md (sections 2 and 3), not from compactcli: it imports nothing of the package, so
+a tool result the dialect code cannot see, a wrong `--keep` or a cut in the wrong place shows up as a
+difference instead of being repeated by the checker.
+
+Records are what `json.loads` gives for each line; `line` below is a 0-based index into them.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+DIALECTS = ("anthropic", "claude-code", "openai")
+# The repr the anthropic SDK gives a tool_use block, as agents that str() their blocks save it.
+_SDK_TOOL_USE = re.compile(
+    r"^ToolUseBlock\(id=(['\"])(?P<id>.*?)\1, .*name=(['\"])(?P<name>[^'\"]*)\3, type='tool_use'\)$"
+)
+
+
+@dataclass(frozen=True)
+class Result:
+    line: int
+    slot: int  # index in the message's content list; -1 for an OpenAI tool message's own content
+    tool_use_id: str | None
+    content: object
+    conversation: str
+
+
+# Codex rollouts: `response_item` records carry Responses API items; calls and outputs pair by call_id.
+CODEX_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+CODEX_OUTPUTS = ("function_call_output", "custom_tool_call_output")
+# event_msg records that repeat a command's output for the UI, and the fields holding it.
+CODEX_UI_COPIES = {
+    "exec_command_end": ("aggregated_output", "formatted_output", "stdout", "stderr"),
+    "patch_apply_end": ("stdout", "stderr"),
+}
+
+
+def _codex_item(record: dict) -> dict | None:
+    payload = record.get("payload")
+    return payload if record.get("type") == "response_item" and isinstance(payload, dict) else None
+
+
+def ui_copy_of(record: dict, dialect: str) -> str | None:
+    """The call id whose output a Codex UI record repeats, else None."""
+    payload = record.get("payload")
+    if dialect != "codex" or record.get("type") != "event_msg" or not isinstance(payload, dict):
+        return None
+    return payload.get("call_id") if payload.get("type") in CODEX_UI_COPIES else None
+
+
+def without_ui_output(record: dict) -> dict:
+    """A Codex UI copy record with its output fields left out."""
+    payload = {
+        k: v for k, v in record["payload"].items() if k not in CODEX_UI_COPIES[record["payload"]["type"]]
+    }
+    return {**record, "payload": payload}
+
+
+def _message(record: dict, dialect: str) -> dict | None:
+    """The API message a record holds: the record itself, or Claude Code's `message` field."""
+    if dialect == "codex":
+        return None  # calls and outputs are items of their own (see _codex_item)
+    if dialect == "claude-code":
+        inner = record.get("message")
+        return inner if record.get("type") in ("user", "assistant") and isinstance(inner, dict) else None
+    return record if "role" in record else None
+
+
+def _blocks(message: dict | None) -> list:
+    content = message.get("content") if message else None
+    return content if isinstance(content, list) else []
+
+
+def tool_uses(record: dict, dialect: str) -> Iterator[tuple[str, str]]:
+    """(id, name) of each tool call in a record."""
+    entry = _codex_item(record) if dialect == "codex" else None
+    if entry is not None and entry.get("type") in CODEX_CALLS:
+        yield entry["call_id"], "local_shell" if entry["type"] == "local_shell_call" else entry["name"]
+    message = _message(record, dialect)
+    if message is None or message.get("role") != "assistant":
+        return
+    if dialect == "openai":
+        for call in message.get("tool_calls") or ():
+            function = call.get("function")
+            yield call["id"], function["name"] if isinstance(function, dict) else call["name"]
+        return
+    for block in _blocks(message):
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            yield block["id"], block["name"]
+        elif isinstance(block, str) and (found := _SDK_TOOL_USE.match(block)):
+            yield found["id"], found["name"]
+
+
+class _Conversations:
+    """Claude Code: the main conversation, and each sub-agent's (by agentId, else by sidechain tree)."""
+
+    def __init__(self) -> None:
+        self.root: dict[str, str] = {}
+
+    def of(self, record: dict, dialect: str) -> str:
+        if dialect != "claude-code" or record.get("isSidechain") is not True:
+            return "main"
+        root = self.root.get(record.get("parentUuid") or "", record.get("uuid") or "")
+        self.root[record.get("uuid") or ""] = root
+        return f"agent {record['agentId']}" if record.get("agentId") else f"tree {root}"
+
+
+def tool_results(records: list[dict], dialect: str) -> list[Result]:
+    """Every tool result in file order, with the conversation it belongs to."""
+    found: list[Result] = []
+    conversations = _Conversations()
+    for line, record in enumerate(records):
+        conversation = conversations.of(record, dialect)
+        entry = _codex_item(record) if dialect == "codex" else None
+        if entry is not None and entry.get("type") in CODEX_OUTPUTS:
+            found.append(Result(line, -1, entry.get("call_id"), entry.get("output"), conversation))
+        message = _message(record, dialect)
+        if message is None:
+            continue
+        if dialect == "openai":
+            if message.get("role") == "tool":
+                found.append(
+                    Result(line, -1, message.get("tool_call_id"), message.get("content"), conversation)
+                )
+            continue
+        if message.get("role") != "user":
+            continue
+        for slot, block in enumerate(_blocks(message)):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                found.append(Result(line, slot, block.get("tool_use_id"), block.get("content"), conversation))
+    return found
+
+
+def set_content(record: dict, dialect: str, result: Result, content: object) -> None:
+    if dialect == "codex":
+        record["payload"]["output"] = content
+        return
+    message = _message(record, dialect)
+    assert message is not None
+    if result.slot < 0:
+        message["content"] = content
+    else:
+        message["content"][result.slot]["content"] = content
+    if dialect == "claude-code":
+        record.pop("toolUseResult", None)  # the UI's copy of what was cleared goes too
+
+
+# --------------------------------------------------------------------------------------------- micro
+
+
+@dataclass(frozen=True)
+class MicroRules:
+    keep: int = 3
+    min_chars: int = 100
+    preserve: frozenset[str] = frozenset({"read_file", "Read"})
+    placeholder: str = "[Previous: used {tool_name}]"
+    clear_multimodal: bool = False
+
+    def args(self) -> list[str]:
+        """The same rules as micro's command-line options."""
+        args = [
+            "--keep",
+            str(self.keep),
+            "--min-chars",
+            str(self.min_chars),
+            "--placeholder",
+            self.placeholder,
+        ]
+        args += [f"--preserve={name}" for name in sorted(self.preserve)] or ["--no-preserve"]
+        return args + (["--clear-multimodal"] if self.clear_multimodal else [])
+
+
+def characters(content: object) -> int:
+    """A result's size: the string's length; for a list of blocks, its texts and base64 data."""
+    if isinstance(content, str):
+        return len(content)
+    total = 0
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, dict):
+            total += len(block.get("text", "")) + len((block.get("source") or {}).get("data", ""))
+        else:
+            total += len(str(block))
+    return total
+
+
+def micro(records: list[dict], dialect: str, rules: MicroRules) -> tuple[list[dict], set[int]]:
+    """What micro makes of the records, and the lines it changes."""
+    names = {id_: name for record in records for id_, name in tool_uses(record, dialect)}
+    per_conversation: dict[str, list[Result]] = defaultdict(list)
+    for result in tool_results(records, dialect):
+        per_conversation[result.conversation].append(result)
+    out = copy.deepcopy(records)
+    changed: set[int] = set()
+    for results in per_conversation.values():
+        for result in results[: max(0, len(results) - rules.keep)]:
+            name = names.get(result.tool_use_id or "", "unknown")
+            if not isinstance(result.content, str) and not rules.clear_multimodal:
+                continue
+            if characters(result.content) <= rules.min_chars or name in rules.preserve:
+                continue
+            placeholder = rules.placeholder.replace("{tool_name}", name)
+            if result.content != placeholder:
+                set_content(out[result.line], dialect, result, placeholder)
+                changed.add(result.line)
+    return out, changed
