@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import struct
 import sys
 from pathlib import Path
 
@@ -438,12 +439,15 @@ def test_plot_without_matplotlib_is_a_usage_error(tmp_path: Path, monkeypatch: p
 
 
 def test_plot_writes_a_png(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+    # matplotlib is in the test extra: the installed command draws the chart for real.
     png = tmp_path / "p.png"
-    got = run(write(tmp_path / "task.jsonl", RECORDS), "--backend", "digest", "--threshold", THRESHOLD,
-              "--keep", 10, "--plot", png, "-q")  # fmt: skip
-    assert got.exit_code == 0, got.output + got.stderr
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    got = run_cli("replay", write(tmp_path / "task.jsonl", RECORDS), "--backend", "digest", "--threshold",
+                  THRESHOLD, "--keep", 10, "--plot", png, "-q", text=True)  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    assert width >= 400 and height >= 200, (width, height)
 
 
 def test_text_chart_fits_80_columns_and_marks_the_calls_over_the_threshold() -> None:

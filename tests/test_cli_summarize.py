@@ -265,8 +265,7 @@ SAMPLE_FILES = [
 
 def _copy_sample(relative: str, tmp_path: Path) -> Path:
     source = SAMPLES / relative
-    if not source.exists():
-        pytest.skip(f"{source} not present")
+    assert source.is_file(), f"committed sample {source} is missing"
     target = tmp_path / source.name
     shutil.copyfile(source, target)
     return target

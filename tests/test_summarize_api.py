@@ -265,8 +265,7 @@ def test_jobs_summarize_files_in_parallel_processes(fake_api: FakeAnthropic, tmp
 
 def test_claude_code_summary_record_holds_the_model_text(fake_api: FakeAnthropic, tmp_path: Path) -> None:
     source = SAMPLES / "claude-code" / "session.jsonl"
-    if not source.exists():
-        pytest.skip("sample not present")
+    assert source.is_file(), f"committed sample {source} is missing"
     path = tmp_path / "session.jsonl"
     shutil.copyfile(source, path)
     fake_api.reply_text = lambda body: "Claude Code summary."
