@@ -56,7 +56,8 @@ def copy_checkout(target: Path) -> None:
 def config(work: Path, timeout: float, tests: list[str]) -> str:
     tests = " ".join(t for t in tests if (work / t).exists())
     # PYTHONPATH puts the mutated copy before the installed package, in subprocesses too.
-    command = f"env PYTHONPATH={work} {sys.executable} -m pytest -x -q -p no:randomly -p no:cacheprovider {tests}"
+    pytest = f"{sys.executable} -m pytest -x -q -p no:randomly -p no:cacheprovider"
+    command = f"env PYTHONPATH={work} {pytest} {tests}"
     modules = ", ".join(f'"{m}"' for m in MUTATED)
     return (
         "[cosmic-ray]\n"
