@@ -1,95 +1,113 @@
-"""Properties of summarize on drawn transcripts of every dialect (in process, digest backend).
+"""summarize through the CLI (digest backend) against the reference model in tests/helpers/reference.py, on
+generated transcripts of every dialect and any --keep-last.
 
-For any valid conversation and any --keep-last: the result is a valid conversation; it starts
-(after OpenAI system messages) with the summary message naming the archive; the kept tail is the
-original's, byte for byte (Claude Code: but for re-linked parents); the Claude Code chain runs from
-the last record back to the new boundary; and a second run with the same options changes nothing.
+The model says whether the file changes at all, where the cut falls (the last N messages, moved earlier so
+that no kept result loses its call and no assistant turn is split) and which lines above the cut stay on top.
+The output must then be: those top lines, the summary (Claude Code: a compact_boundary record and the summary
+record), and every line from the cut on, byte for byte (Claude Code: but for the parent links of records whose
+parent was summarized). The archive holds the original, the output validates, and a second run changes
+nothing.
 """
 
 from __future__ import annotations
 
-import io
 import json
+import tempfile
+from pathlib import Path
 
+import pytest
+from helpers import reference
+from helpers.cli import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import conversations, jsonl_bytes
 
-from compactcli import dialects
-from compactcli.backends.digest import DigestSummarizer
-from compactcli.layers.summarize import SUMMARY_PREFIX
-from compactcli.layers.validate import validate_records
-from compactcli.summarize_file import SummarizeOptions, analyze
-
-ARCHIVE = "/archive/t.20260101T000000000000Z.0123456789ab.jsonl"
-PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+STYLE = {"anthropic": "compact", "openai": "unicode", "claude-code": "compact"}
 
 
-def summarize_bytes(data: bytes, dialect: str, keep_last: int) -> tuple[bytes | None, object]:
-    source = io.BytesIO(data)
-    edit = analyze(
-        source,
-        "t.jsonl",
-        options=SummarizeOptions(keep_last=keep_last),
-        summarizer=DigestSummarizer(),
-        fmt=dialect,
-    )
-    if not edit.changed:
-        return None, edit
-    edit.prepare(source)
-    edit.use_archive(ARCHIVE)
-    out = io.BytesIO()
-    edit.write(source, out)
-    return out.getvalue(), edit
+def run_summarize(data: bytes, dialect: str, keep_last: int, tmp: Path) -> tuple[bytes, list[Path]]:
+    source, out, archives = tmp / "t.jsonl", tmp / "out.jsonl", tmp / "archives"
+    tmp.mkdir(exist_ok=True)
+    source.write_bytes(data)
+    out.unlink(missing_ok=True)
+    result = invoke("summarize", "--backend", "digest", "--dialect", dialect, "--keep-last", keep_last,
+                    "-o", out, "--archive-dir", archives, source)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    written = sorted(archives.glob("t.*.jsonl")) if archives.exists() else []
+    return (out.read_bytes() if out.exists() else data), written
 
 
-def records(data: bytes) -> list[dict]:
-    return [json.loads(line) for line in data.splitlines()]
+def check(records: list[dict], dialect: str, keep_last: int) -> None:
+    data = jsonl_bytes(records, style=STYLE[dialect])
+    lines = data.splitlines(keepends=True)
+    plan = reference.summarize_plan(records, dialect, keep_last)
+    with tempfile.TemporaryDirectory() as tmp:
+        result, archives = run_summarize(data, dialect, keep_last, Path(tmp))
+        if plan is None:
+            assert (result, archives) == (data, []), "the reference model summarizes nothing here"
+        else:
+            first_kept, top = plan
+            [archive] = archives
+            assert archive.read_bytes() == data
+            out = result.splitlines(keepends=True)
+            added = 2 if dialect == "claude-code" else 1
+            assert len(out) == len(top) + added + len(lines) - first_kept
+            assert out[: len(top)] == [lines[n] for n in top]
+            summary = [json.loads(line) for line in out[len(top) : len(top) + added]]
+            carrier = summary[-1]["message"] if dialect == "claude-code" else summary[-1]
+            assert carrier["role"] == "user"
+            assert carrier["content"].startswith(f"{reference.SUMMARY_PREFIX}{archive.resolve()}]\n\n")
+            tail, kept = out[len(top) + added :], lines[first_kept:]
+            if dialect != "claude-code":
+                assert tail == kept
+            else:
+                check_claude_code(records, summary, tail, kept, first_kept)
+            again, more = run_summarize(result, dialect, keep_last, Path(tmp) / "again")
+            assert (again, more) == (result, []), "a second run must change nothing"
+        Path(tmp, "checked.jsonl").write_bytes(result)
+        valid = invoke("validate", "--dialect", dialect, Path(tmp, "checked.jsonl"))
+        assert valid.exit_code == 0, valid.output
 
 
-def check(data: bytes, dialect: str, keep_last: int) -> None:
-    result, edit = summarize_bytes(data, dialect, keep_last)
-    if result is None:
-        return
-    out = records(result)
-    assert validate_records(dialects.get(dialect), list(enumerate(out, 1))) == []
-    carrier = next(
-        r for r in out if r.get("isCompactSummary") or (r.get("role") == "user" and dialect != "claude-code")
-    )
-    content = carrier["message"]["content"] if dialect == "claude-code" else carrier["content"]
-    assert content.startswith(f"{SUMMARY_PREFIX}{ARCHIVE}]\n\n")
-    tail = data[edit.cut_offset :]
-    if dialect != "claude-code":
-        assert result.endswith(tail)
-        above = [r for r in out[: out.index(carrier)]]
-        assert all(r.get("role") in ("system", "developer") for r in above)
-    else:
-        assert len(result.splitlines()) - len(tail.splitlines()) == len(edit.top) + 2
-        by_uuid = {r["uuid"]: r for r in out if isinstance(r.get("uuid"), str)}
-        conversation = [r for r in out if r.get("isSidechain") is carrier.get("isSidechain")]
-        record = conversation[-1]
-        seen = set()
-        while record.get("parentUuid") is not None and id(record) not in seen:
-            seen.add(id(record))
-            record = by_uuid[record["parentUuid"]]
-        assert record.get("subtype") == "compact_boundary"
-    again, _ = summarize_bytes(result, dialect, keep_last)
-    assert again is None  # idempotent
+def check_claude_code(
+    records: list[dict], summary: list[dict], tail: list[bytes], kept: list[bytes], cut: int
+):
+    boundary, carrier = summary
+    assert boundary["type"] == "system" and boundary["subtype"] == "compact_boundary"
+    assert boundary["parentUuid"] is None and carrier["parentUuid"] == boundary["uuid"]
+    assert carrier["isCompactSummary"] is True
+    gone = {r.get("uuid") for r in records[:cut]} - {None}
+    for new, old in zip(tail, kept, strict=True):
+        record, original = json.loads(new), json.loads(old)
+        if original.get("parentUuid") in gone:  # re-linked to the summary: nothing else changes
+            assert record.pop("parentUuid") == carrier["uuid"]
+            original.pop("parentUuid")
+            assert record == original
+        else:
+            assert new == old
 
 
+@pytest.mark.parametrize("dialect", reference.DIALECTS)
 @PROPERTY
-@given(conversations("anthropic"), st.integers(0, 8), st.sampled_from(["compact", "default"]))
-def test_anthropic(records_: list[dict], keep_last: int, style: str) -> None:
-    check(jsonl_bytes(records_, style=style), "anthropic", keep_last)
+@given(data=st.data())
+def test_summarize_cuts_where_the_reference_model_cuts(dialect: str, data) -> None:
+    records = data.draw(conversations(dialect), label="records")
+    keep_last = data.draw(st.integers(0, 8), label="keep_last")
+    check(records, dialect, keep_last)
 
 
-@PROPERTY
-@given(conversations("openai"), st.integers(0, 8))
-def test_openai(records_: list[dict], keep_last: int) -> None:
-    check(jsonl_bytes(records_, style="unicode"), "openai", keep_last)
-
-
-@PROPERTY
-@given(conversations("claude-code"), st.integers(0, 8))
-def test_claude_code(records_: list[dict], keep_last: int) -> None:
-    check(jsonl_bytes(records_), "claude-code", keep_last)
+def test_the_reference_cut_by_hand() -> None:
+    # user, assistant(call a), user(result a), assistant, user: --keep-last 3 would keep the result of a
+    # without its call, so the cut moves to the call (index 1); --keep-last 2 cuts at index 3.
+    records = [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "bash", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "ok"}]},
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "thanks"},
+    ]
+    assert reference.summarize_plan(records, "anthropic", 3) == (1, [])
+    assert reference.summarize_plan(records, "anthropic", 2) == (3, [])
+    assert reference.summarize_plan(records, "anthropic", 0) == (5, [])
+    assert reference.summarize_plan(records, "anthropic", 5) is None  # nothing before the cut

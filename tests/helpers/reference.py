@@ -209,3 +209,95 @@ def micro(records: list[dict], dialect: str, rules: MicroRules) -> tuple[list[di
                 set_content(out[result.line], dialect, result, placeholder)
                 changed.add(result.line)
     return out, changed
+
+
+# ----------------------------------------------------------------------------------------- summarize
+
+SUMMARY_PREFIX = "[Conversation compressed. Transcript: "
+CLAUDE_CODE_SUMMARY_PREFIX = "This session is being continued from a previous conversation"
+
+
+@dataclass(frozen=True)
+class Message:
+    line: int
+    role: str
+    uses: frozenset[str]  # ids of the tool calls it makes
+    answers: frozenset[str]  # ids its tool results answer
+    summary: bool  # an earlier compaction's summary
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    blocks = content if isinstance(content, list) else []
+    return "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+
+
+def conversation_messages(records: list[dict], dialect: str) -> list[Message]:
+    """The messages summarize works on: every message of the file; for Claude Code the main conversation's
+    user and assistant records from its last compaction on (a file of sidechain records only: those)."""
+    results_by_line: dict[int, set[str]] = defaultdict(set)
+    for result in tool_results(records, dialect):
+        results_by_line[result.line].add(result.tool_use_id or "")
+    main: list[Message] = []
+    side: list[Message] = []
+    for line, record in enumerate(records):
+        in_side = dialect == "claude-code" and record.get("isSidechain") is True
+        target = side if in_side else main
+        if (
+            dialect == "claude-code"
+            and record.get("type") == "system"
+            and record.get("subtype") == "compact_boundary"
+        ):
+            target.clear()
+            continue
+        message = _message(record, dialect)
+        if message is None:
+            continue
+        role = {"tool": "user", "developer": "system"}.get(message.get("role"), message.get("role"))
+        compacted = dialect == "claude-code" and record.get("isCompactSummary") is True
+        if compacted:
+            target.clear()  # the active context starts with it
+        text = _text(message.get("content")).lstrip()
+        summary = compacted or (
+            role == "user" and text.startswith((SUMMARY_PREFIX, CLAUDE_CODE_SUMMARY_PREFIX))
+        )
+        uses = frozenset(id_ for id_, _ in tool_uses(record, dialect))
+        target.append(Message(line, role, uses, frozenset(results_by_line.get(line, ())), summary))
+    return side if dialect == "claude-code" and not main else main
+
+
+def summarize_cut(messages: list[Message], keep_last: int) -> int:
+    """Index of the first message kept: the last `keep_last` (none when 0), moved earlier while a kept
+    result answers a call before the cut or the cut splits consecutive assistant messages."""
+    cut = len(messages) if keep_last <= 0 else max(0, len(messages) - keep_last)
+    while True:
+        called_before = {id_ for m in messages[:cut] for id_ in m.uses}
+        answered_later = {id_ for m in messages[cut:] for id_ in m.answers}
+        if called_before & answered_later:
+            cut -= 1
+            continue
+        if 0 < cut < len(messages) and messages[cut].role == messages[cut - 1].role == "assistant":
+            cut -= 1
+            continue
+        return cut
+
+
+def summarize_plan(records: list[dict], dialect: str, keep_last: int) -> tuple[int, list[int]] | None:
+    """None when summarize leaves the file alone; else (the first line kept, the lines above it kept on top:
+    system messages, and Claude Code's summary records)."""
+    messages = conversation_messages(records, dialect)
+    cut = summarize_cut(messages, keep_last)
+    summarized = [m for m in messages[:cut] if m.role != "system"]
+    if not summarized or (len(summarized) == 1 and summarized[0].summary):
+        return None
+    first_kept = messages[cut].line if cut < len(messages) else len(records)
+    if dialect == "claude-code":
+        top = [n for n in range(first_kept) if records[n].get("type") == "summary"]
+    else:
+        top = [
+            n
+            for n in range(first_kept)
+            if (_message(records[n], dialect) or {}).get("role") in ("system", "developer")
+        ]
+    return first_kept, top
