@@ -136,6 +136,8 @@ class FakeAnthropic:
         # custom_id -> result object ({"type": "errored", "error": {...}}, {"type": "expired"})
         # instead of a succeeded message.
         self.batch_outcomes: dict[str, dict[str, Any]] = {}
+        # Or chosen by what a request asks: request -> result object, or None for a succeeded message.
+        self.batch_outcome_of: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
         self.batches: dict[str, dict[str, Any]] = {}
         self._plans: dict[str, deque[Reply]] = {e: deque() for e in ENDPOINTS}
         self._always: dict[str, Reply | None] = dict.fromkeys(ENDPOINTS)
@@ -331,6 +333,8 @@ class FakeAnthropic:
 
     def _batch_result(self, request: dict[str, Any]) -> dict[str, Any]:
         outcome = self.batch_outcomes.get(request["custom_id"])
+        if outcome is None and self.batch_outcome_of is not None:
+            outcome = self.batch_outcome_of(request)
         if outcome is not None:
             return outcome
         message = self._message(request["params"], f"msg_fake_{request['custom_id']}")

@@ -449,10 +449,11 @@ def test_top_names_exactly_the_lines_micro_changes(sample: Path, tmp_path: Path)
 # --- bad input, stdin, jobs -----------------------------------------------------------------------
 
 
-def test_bad_line_exits_65_with_path_and_line_and_other_files_are_counted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("end", ["\n", ""])  # a bad last line, and one torn off (no newline)
+def test_bad_line_exits_65_with_path_and_line_and_other_files_are_counted(tmp_path: Path, end: str) -> None:
     good = write(tmp_path / "a.jsonl", [{"role": "user", "content": "hi"}])
     bad = tmp_path / "b.jsonl"
-    bad.write_text('{"role": "user", "content": "hi"}\n{"role": "assist\n')
+    bad.write_text('{"role": "user", "content": "hi"}\n{"role": "assist' + end)
     result = run(good, bad, "--format", "json")
     assert result.exit_code == 65
     assert f"{bad}:2:" in result.stderr

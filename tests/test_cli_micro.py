@@ -539,6 +539,12 @@ def test_json_goes_elsewhere_when_stdout_carries_the_transcript(tmp_path: Path) 
     run = micro("--json", "-", stdin=ORIGINAL, cwd=tmp_path)
     assert run.returncode == OK, err(run)
     assert run.stdout == EXPECTED
+    # The object goes to stderr, before the summary line; nothing is written in the folder.
+    [line, summary_line] = err(run).splitlines()
+    report = json.loads(line)
+    assert (report["path"], report["status"], report["stats"]["cleared"]) == ("<stdin>", "changed", 2)
+    assert summary_line == "1 file compacted, 0 unchanged"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_verbose_gives_a_line_per_file_and_quiet_none(tmp_path: Path) -> None:
@@ -611,3 +617,41 @@ def test_help_and_micro_do_not_import_anthropic(transcript: Path) -> None:
     imported = [line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines()]
     assert "compactcli.cli" in imported
     assert not [m for m in imported if m == "anthropic" or m.startswith("anthropic.")]
+
+
+def test_bad_data_is_65_and_a_failing_archive_folder_is_74(tmp_path: Path) -> None:
+    # The same transcript, torn or whole, with a usable archive folder or one under a regular file.
+    (tmp_path / "whole.jsonl").write_bytes(ORIGINAL)
+    (tmp_path / "torn.jsonl").write_bytes(ORIGINAL + b'{"role": "us')
+    (tmp_path / "plain-file").write_bytes(b"")
+    cases = [
+        ("torn.jsonl", None, DATA_ERR, "torn.jsonl:18: torn last line"),
+        ("whole.jsonl", "plain-file/archive", 74, "Not a directory"),
+        ("torn.jsonl", "plain-file/archive", 74, "Not a directory"),  # 74 outranks 65
+    ]
+    for name, archive_dir, code, message in cases:
+        before = (tmp_path / name).read_bytes()
+        run = micro(*(["--archive-dir", archive_dir] if archive_dir else []), name, cwd=tmp_path)
+        assert run.returncode == code, (name, archive_dir, err(run))
+        assert message in err(run)
+        assert (tmp_path / name).read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain-file", "torn.jsonl", "whole.jsonl"]
+    assert micro("whole.jsonl", cwd=tmp_path).returncode == OK  # the same data with a good folder
+
+
+@pytest.mark.parametrize(
+    ("size", "min_chars", "cleared"), [(100, 100, False), (101, 100, True), (101, 101, False)]
+)
+def test_min_chars_keeps_results_of_at_most_that_many_characters(
+    tmp_path: Path, size: int, min_chars: int, cleared: bool
+) -> None:
+    # One old bash result of `size` characters, then three newer ones (kept whatever their size).
+    records = [{"role": "user", "content": "go"}]
+    for n, chars in enumerate([size, 300, 300, 300]):
+        records += [tool_use(f"t{n}", "bash"), tool_result(f"t{n}", "r" * chars)]
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(dumps(r) + b"\n" for r in records))
+    run = micro("--min-chars", min_chars, path, "-o", "-")
+    assert run.returncode == OK, err(run)
+    first = json.loads(run.stdout.splitlines()[2])["content"][0]["content"]
+    assert first == ("[Previous: used bash]" if cleared else "r" * size)

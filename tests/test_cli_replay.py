@@ -549,9 +549,9 @@ def _parses(raw: bytes) -> bool:
 @pytest.mark.parametrize("original", corpus_params())
 def test_replay_on_corpus_file(original: Path, tmp_path: Path) -> None:
     expect = expectation(original)
-    out, archives = tmp_path / "out.jsonl", tmp_path / "archives"
+    out, archives, timeline = tmp_path / "out.jsonl", tmp_path / "archives", tmp_path / "timeline.jsonl"
     got = run(original, "--backend", "digest", "--on-invalid", "keep", "--threshold", 20_000, "-o", out,
-              "--archive-dir", archives, "--json")  # fmt: skip
+              "--archive-dir", archives, "--timeline", timeline, "--json")  # fmt: skip
     if expect.dialect is None:  # refused: tests/test_corpus.py checks the message
         assert got.exit_code == 65 and not out.exists(), got.output + got.stderr
         return
@@ -559,15 +559,24 @@ def test_replay_on_corpus_file(original: Path, tmp_path: Path) -> None:
     assert got.exit_code == 0, got.output + got.stderr
     report = json.loads(got.stdout)
     assert report["calls"] == expected_calls(original, dialect.name)
-    assert report["peak_sent_tokens"] <= 20_000 or report["compactions"]["auto"] == 0
-    assert report["summarizer_calls"] == report["compactions"]["auto"] + report["compactions"]["manual"]
-    assert all(Path(path).is_file() for path in report["archives"])
+    compactions = report["compactions"]["auto"] + report["compactions"]["manual"]
+    # Every call whose context is over the threshold compacts first, and only those.
+    rows = [json.loads(line) for line in timeline.read_text().splitlines()]
+    calls = [row for row in rows if row["event"] != "manual"]
+    assert len(calls) == report["calls"]
+    assert [row["event"] == "auto" for row in calls] == [row["tokens"] > 20_000 for row in calls]
+    assert sum(row["event"] == "auto" for row in calls) == report["compactions"]["auto"]
+    if original.stat().st_size > 400_000:  # far more than 20,000 tokens of text: it must compact
+        assert report["compactions"]["auto"] >= 1
+    assert report["summarizer_calls"] == compactions
+    assert len(report["archives"]) == compactions
+    for path in report["archives"]:
+        assert Path(path).is_file()
     final = read_jsonl(out)
     for record in final:
         message = dialect.normalize(record)
         text = str(message["content"]) if message else ""
         if PREFIX in text:
             assert Path(text.split(PREFIX, 1)[1].split("]", 1)[0]).is_file()
-    torn = not all(_parses(line) for line in original.read_bytes().splitlines())
-    if report["compactions"]["auto"] and not torn:  # a torn line may have held a tool result
+    if not expect.violations:  # a torn line may have held a tool result: such files start invalid
         assert validate_records(dialect, enumerate(final, 1)) == []

@@ -241,13 +241,21 @@ def test_check_without_threshold_lists_every_file_with_a_conversation(transcript
     assert f"would summarize {transcript}" in done.stderr.decode()
 
 
-def test_bad_input_exits_65_and_leaves_the_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (LINES[0] + b"{not json\n" + LINES[1], "bad.jsonl:2: "),  # a bad line in the middle
+        (LINES[0] + LINES[1] + LINES[2][:25], "bad.jsonl:3: torn last line"),  # cut off, no newline
+    ],
+)
+def test_bad_input_exits_65_and_leaves_the_file(tmp_path: Path, data: bytes, message: str) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(LINES[0] + b"{not json\n" + LINES[1])
+    bad.write_bytes(data)
     done = run(str(bad), cwd=tmp_path)
     assert done.returncode == DATA_ERR
-    assert "bad.jsonl:2:" in done.stderr.decode()
-    assert bad.read_bytes() == LINES[0] + b"{not json\n" + LINES[1]
+    assert message in done.stderr.decode()
+    assert bad.read_bytes() == data
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]  # nothing archived
 
 
 # ------------------------------------------------------------------------------ samples per dialect

@@ -504,13 +504,18 @@ def test_records_are_consumed_as_a_stream():
 
 
 @pytest.mark.parametrize("dialect", BIG_DIALECTS)
-def test_generated_transcripts_and_their_micro_output_are_valid(dialect):
+def test_generated_transcripts_and_their_micro_output_are_valid(dialect, tmp_path):
     # tests/bigfile.py builds correct pairings by construction, and knows micro's output for them.
     name = "anthropic" if dialect == "anthropic-repr" else dialect
     before, after = zip(*generate(dialect, turns=40, result_chars=300), strict=True)
-    for lines in (before, after):
-        records = [(n, json.loads(raw)) for n, raw in enumerate(lines, 1)]
-        assert validate_records(dialects.get(name), records) == []
+    source, out = tmp_path / "t.jsonl", tmp_path / "out.jsonl"
+    source.write_bytes(b"".join(before))
+    micro = run_cli("micro", "--dialect", name, source, "-o", out)
+    assert micro.returncode == 0, micro.stderr
+    assert out.read_bytes() == b"".join(after)  # micro did run, and made what bigfile expects
+    for path in (source, out):
+        check = run(str(path), "--dialect", name)
+        assert check.exit_code == 0, check.output
     # And the same file with one result line dropped is not.
     records = [(n, json.loads(raw)) for n, raw in enumerate(before, 1)]
     result_line = next(n for n, r in records[len(records) // 2 :] if dialects.get(name).tool_results(r))
@@ -562,19 +567,20 @@ def test_cli_invalid_file_exits_1_with_one_line_per_violation(good, bad):
 
 
 def test_cli_bad_input_exits_65_and_still_checks_the_other_files(tmp_path, good, bad):
-    torn = write(tmp_path / "torn.jsonl", [text("user", "go"), '{"role": "assistant", "con'])
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text(json.dumps(text("user", "go")) + '\n{"role": "assistant", "con')  # cut off: no newline
     result = run(str(good), str(bad), str(torn))
     assert result.exit_code == 65
-    assert f"error: {torn}:2: " in result.stderr
+    assert f"error: {torn}:2: torn last line" in result.stderr
     assert result.stdout.startswith(f"{bad}:2: missing-tool-result")
     assert result.stderr.endswith("1 file valid, 1 invalid, 1 failed\n")
 
 
-def test_cli_on_invalid_keep_skips_unreadable_lines(tmp_path):
-    torn = write(
-        tmp_path / "torn.jsonl",
-        [text("user", "go"), uses("a"), results("a"), '{"role": "assistant", "content": "Hal'],
-    )
+@pytest.mark.parametrize("end", ["\n", ""])  # a bad last line, and one torn off (no newline)
+def test_cli_on_invalid_keep_skips_unreadable_lines(tmp_path, end):
+    torn = tmp_path / "torn.jsonl"
+    lines = [json.dumps(r) for r in (text("user", "go"), uses("a"), results("a"))]
+    torn.write_text("\n".join(lines) + '\n{"role": "assistant", "content": "Hal' + end)
     assert run(str(torn)).exit_code == 65
     kept = run(str(torn), "--on-invalid", "keep", "--json")
     assert kept.exit_code == 0

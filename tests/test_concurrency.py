@@ -18,6 +18,7 @@ from pathlib import Path
 
 import bigfile
 import pytest
+from helpers import reference
 from helpers.cli import compactcli_command
 
 BUSY = 75
@@ -88,18 +89,34 @@ def archives_of(path: Path) -> list[Path]:
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
 
+DUMPS = (
+    lambda r: json.dumps(r, ensure_ascii=False, separators=(",", ":")),  # Claude Code's style
+    json.dumps,
+    lambda r: json.dumps(r, ensure_ascii=False),
+)
+
+
 @functools.cache
-def sequential_result(sample: Path) -> bytes:
-    run = subprocess.run([*compactcli_command(), "micro", str(sample), "-o", "-"], capture_output=True)
-    assert run.returncode == 0, run.stderr
-    return run.stdout
+def expected_result(sample: Path) -> bytes:
+    """What micro makes of a sample, by the reference model: a changed line is written back in its style."""
+    lines = sample.read_bytes().splitlines(keepends=True)
+    records = [json.loads(line) for line in lines]
+    expected, changed = reference.micro(records, sample.parent.name, reference.MicroRules())
+    assert changed, f"{sample}: the samples are meant to have results to clear"
+    out = []
+    for number, line in enumerate(lines):
+        if number in changed:
+            [dump] = [d for d in DUMPS if d(records[number]).encode() + b"\n" == line][:1]
+            line = dump(expected[number]).encode() + b"\n"
+        out.append(line)
+    return b"".join(out)
 
 
 def make_folder(root: Path, count: int = 32, seed: int = 7) -> dict[Path, tuple[bytes, bytes]]:
     """`count` small transcripts in all dialects, some in subfolders, some that micro leaves alone.
 
-    The project's samples are among them when present; their expected result is that of one
-    sequential run. The rest come from bigfile, which knows their result by itself.
+    The project's samples are among them; their expected result comes from the reference model in
+    tests/helpers/reference.py. The rest come from bigfile, which knows their result by itself.
     Returns {path: (original bytes, expected bytes after micro)}.
     """
     rng = random.Random(seed)
@@ -108,7 +125,7 @@ def make_folder(root: Path, count: int = 32, seed: int = 7) -> dict[Path, tuple[
         path = root / f"sample-{sample.parent.name}-{sample.name}"
         path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(sample, path)
-        files[path] = (sample.read_bytes(), sequential_result(sample))
+        files[path] = (sample.read_bytes(), expected_result(sample))
     for i in range(count - len(files)):
         dialect = bigfile.DIALECTS[i % len(bigfile.DIALECTS)]
         sub = root / ("nested/deeper" if i % 5 == 0 else "nested" if i % 3 == 0 else "")

@@ -260,3 +260,12 @@ _FRAGMENTS = st.sampled_from(
 def test_redaction_is_idempotent_on_any_mix(text: str) -> None:
     once, _ = redact(text)
     assert redact(once) == (once, Counter())
+
+
+@pytest.mark.parametrize("prefix", ["AKIA", "ASIA"])  # long-term and temporary (STS) access key ids
+def test_each_aws_key_prefix_on_both_sides_of_its_length(prefix: str) -> None:
+    key = prefix + "Q2W3E4R5T6Y7U8I9"  # the prefix and 16 upper-case letters or digits
+    assert redact(f"id={key} next") == ("id=[REDACTED:aws_access_key_id] next", Counter(aws_access_key_id=1))
+    assert redact(f'"{key}"') == ('"[REDACTED:aws_access_key_id]"', Counter(aws_access_key_id=1))
+    for near in (key[:-1], key + "Z", "X" + key, prefix.lower() + key[4:], key[:-1] + "a"):
+        assert redact(f"id={near} next") == (f"id={near} next", Counter()), near

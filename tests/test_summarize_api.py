@@ -6,19 +6,14 @@ import json
 import re
 import shutil
 import subprocess
-from functools import partial
 from pathlib import Path
 
 import pytest
 from fakeapi import FakeAnthropic, Reply, error_reply
 from helpers.cli import run_cli
 
-from compactcli.backends import ModelSummarizer
 from compactcli.backends.anthropic import DEFAULT_MODEL
 from compactcli.layers.summarize import SYSTEM_PROMPT
-from compactcli.message_batch import batch_entry
-from compactcli.rewrite import FileSettings
-from compactcli.summarize_file import SummarizeOptions, analyze
 
 OK, UNAVAILABLE = 0, 69
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -318,6 +313,7 @@ def test_batch_creates_polls_and_applies_results(fake_api: FakeAnthropic, tmp_pa
 def test_batch_id_resumes_without_sending_again(fake_api: FakeAnthropic, tmp_path: Path) -> None:
     files = _files(tmp_path)
     first = run(fake_api, "--batch", "--poll-interval", "0", str(tmp_path), cwd=tmp_path)
+    assert first.returncode == OK, first.stderr
     batch_id = re.search(r"batch (msgbatch_\S+) sent", first.stderr)[1]
     for path, original in files.items():  # as if the first run had been interrupted
         path.write_bytes(original)
@@ -334,14 +330,14 @@ def test_batch_id_resumes_without_sending_again(fake_api: FakeAnthropic, tmp_pat
 
 def test_an_errored_batch_request_fails_only_its_file(fake_api: FakeAnthropic, tmp_path: Path) -> None:
     files = _files(tmp_path)
-    # The custom_id of f1's request, computed as the command computes it.
-    summarizer = ModelSummarizer(model=DEFAULT_MODEL)
-    file_analyze = partial(analyze, options=SummarizeOptions(), summarizer=summarizer)
-    entry = batch_entry(str(tmp_path / "f1.jsonl"), FileSettings("summarize"), file_analyze, summarizer)
-    fake_api.batch_outcomes[entry.request["custom_id"]] = {
+    # f1 (two steps) is the only transcript whose request holds "Step 1."; the API fails that request.
+    overloaded = {
         "type": "errored",
         "error": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
     }
+    fake_api.batch_outcome_of = lambda request: (
+        overloaded if "Step 1." in json.dumps(request["params"]) else None
+    )
     done = run(
         fake_api,
         "--batch",
