@@ -1,6 +1,7 @@
 """What micro may change in a file: only the content of tool results, each into a placeholder (and, for
-Claude Code, the toolUseResult copy beside it; for Codex, the UI's copy of a command's output). Tool results are found by tests/helpers/reference.py, not by
-compactcli's dialect code, so a result that code cannot see is not invisible here too."""
+Claude Code, the toolUseResult copy beside it; for Codex, the UI's copy of a command's output). Tool results
+are found by tests/helpers/reference.py, not by compactcli's dialect code, so a result that code cannot see
+is not invisible here too."""
 
 from __future__ import annotations
 
