@@ -8,9 +8,12 @@ from __future__ import annotations
 import copy
 import json
 import re
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 from helpers import reference
+from helpers.cli import invoke
 
 
 def parse(raw: bytes) -> dict | None:
@@ -72,3 +75,13 @@ _DEFAULT_PLACEHOLDER = re.compile(r"\[Previous: used [^\]]+\]")
 
 def is_default_placeholder(content: object) -> bool:
     return isinstance(content, str) and _DEFAULT_PLACEHOLDER.fullmatch(content) is not None
+
+
+def violations(dialect: str, data: bytes) -> list[tuple[int, str]]:
+    """(line, rule) of what `compactcli validate` reports on the data, unreadable lines passed over."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "t.jsonl"
+        path.write_bytes(data)
+        result = invoke("validate", "--dialect", dialect, "--on-invalid", "keep", "--json", path)
+    assert result.exit_code in (0, 1), result.output
+    return [(v["line"], v["rule"]) for v in json.loads(result.stdout)["stats"]["violations"]]
