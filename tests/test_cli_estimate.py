@@ -762,6 +762,16 @@ def test_calibrate_prints_each_methods_error(tmp_path: Path) -> None:
     assert [line.split()[:2] for line in lines[1:3]] == [["seed", "2"], ["heuristic", "2"]]
     parsed = json.loads(run(folder, "--calibrate", "--format", "json").stdout)
     assert parsed["seed"]["n"] == parsed["heuristic"]["n"] == 2
+    # The seed formula's error on each interval, computed here: the context it predicts grows by what
+    # was added between two calls, against the recorded growth of 1000 and 1500 tokens.
+    m = messages_of(records)
+    errors = [
+        (seed(m[:3]) - seed(m[:1]) - 1000) / 1000,
+        (seed(m[:5]) - seed(m[:3]) - 1500) / 1500,
+    ]
+    assert parsed["seed"]["median"] == pytest.approx(sum(abs(e) for e in errors) / 2, abs=0.005)
+    assert parsed["seed"]["worst"] == pytest.approx(max(abs(e) for e in errors), abs=0.005)
+    assert parsed["seed"]["bias"] == pytest.approx(sum(errors) / 2, abs=0.005)
 
 
 # --- start-up ---------------------------------------------------------------------------------

@@ -620,14 +620,13 @@ def test_help_and_micro_do_not_import_anthropic(transcript: Path) -> None:
 
 
 def test_bad_data_is_65_and_a_failing_archive_folder_is_74(tmp_path: Path) -> None:
-    # The same transcript, torn or whole, with a usable archive folder or one under a regular file.
+    # The same transcript torn with a usable archive folder, and whole with one under a regular file.
     (tmp_path / "whole.jsonl").write_bytes(ORIGINAL)
     (tmp_path / "torn.jsonl").write_bytes(ORIGINAL + b'{"role": "us')
     (tmp_path / "plain-file").write_bytes(b"")
     cases = [
         ("torn.jsonl", None, DATA_ERR, "torn.jsonl:18: torn last line"),
         ("whole.jsonl", "plain-file/archive", 74, "Not a directory"),
-        ("torn.jsonl", "plain-file/archive", 74, "Not a directory"),  # 74 outranks 65
     ]
     for name, archive_dir, code, message in cases:
         before = (tmp_path / name).read_bytes()
