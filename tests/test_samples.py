@@ -1,4 +1,5 @@
-"""The committed samples are the generator's output, parse, and keep tool calls paired.
+"""The committed samples (data, kept by hand): their files, shapes and dialect features, and that tool calls
+are paired; and the compaction in the Claude Code sample has the shape summarize itself writes.
 
 The pairing check here is written independently of compactcli.dialects so that it can catch
 mistakes in either the samples or the strategies.
@@ -8,13 +9,12 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.cli import run_cli
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import find as hfind
 from strategies import DIALECTS, conversations, jsonl_bytes
@@ -183,13 +183,31 @@ def test_parse_sdk_block_reads_python_reprs() -> None:
 # the committed samples
 
 
-def test_generator_reproduces_samples_byte_for_byte(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_samples.py"), str(tmp_path)], check=True)
-    made = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+def test_samples_folder_holds_the_listed_files() -> None:
     committed = {p.relative_to(SAMPLES).as_posix() for p in SAMPLES.rglob("*") if p.is_file()}
-    assert made == committed == set(SAMPLE_FILES) | {"README.md"}
-    for rel in sorted(made):
-        assert (tmp_path / rel).read_bytes() == (SAMPLES / rel).read_bytes(), rel
+    assert committed == set(SAMPLE_FILES) | {"README.md"}
+    readme = (SAMPLES / "README.md").read_text()
+    for rel in SAMPLE_FILES:  # each file is described, with its line count
+        lines = (SAMPLES / rel).read_bytes().count(b"\n")
+        assert f"`{rel}` ({lines} lines)" in readme, rel
+
+
+def test_sample_compaction_has_the_records_summarize_writes(tmp_path: Path) -> None:
+    # The sample's compact_boundary and summary records carry the same fields as the ones compactcli's
+    # summarize writes into the same session (the builders live in the package, not in the samples).
+    def compaction(records: list[dict]) -> tuple[dict, dict]:
+        i = next(n for n, r in enumerate(records) if r.get("subtype") == "compact_boundary")
+        return records[i], records[i + 1]
+
+    copy = tmp_path / "session.jsonl"
+    copy.write_bytes((SAMPLES / "claude-code/session.jsonl").read_bytes())
+    done = run_cli("summarize", "--backend", "digest", "--keep-last", "4", copy, cwd=tmp_path, text=True)
+    assert done.returncode == 0, done.stderr
+    written = compaction([json.loads(line) for line in copy.read_text().splitlines()])
+    sample = compaction(load("claude-code/session.jsonl"))
+    for ours, theirs in zip(written, sample, strict=True):
+        assert set(ours) == set(theirs), set(ours) ^ set(theirs)
+    assert written[0]["compactMetadata"].keys() == sample[0]["compactMetadata"].keys()
 
 
 @pytest.mark.parametrize("rel", sorted(SAMPLE_FILES))
