@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
+import sys
 
 import click
 
@@ -22,6 +24,20 @@ COMMANDS = {
     "config": "config",
 }
 
+# The first paragraph of each command's help, so that the group's --help lists the commands without
+# importing every one of them (a test keeps these equal to the commands' own).
+SHORT_HELP = {
+    "micro": "Replace the content of old tool results with a short placeholder (Layer 1).",
+    "summarize": "Replace a conversation with one summary message (Layers 2 and 3).",
+    "estimate": "Count the tokens of each transcript's active context; fail CI when one is over a limit.",
+    "replay": (
+        "Re-run a recorded transcript turn by turn as the agent loop would, and show when each layer fires."
+    ),
+    "validate": "Check that transcripts are still valid Messages API conversations.",
+    "restore": "Put back the archived original of each PATH.",
+    "config": "Show the settings in force for each COMMAND (default: all) and their sources.",
+}
+
 
 class LazyGroup(click.Group):
     """Imports a command's module only when that command is asked for: `compactcli micro` need not pay
@@ -35,6 +51,22 @@ class LazyGroup(click.Group):
         if module is None:
             return None
         return getattr(importlib.import_module(f"compactcli.commands.{module}"), name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)  # as click.Group does
+        rows = [
+            (name, click.Command(name, help=SHORT_HELP[name]).get_short_help_str(limit)) for name in names
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # The reader went away (`| head`): it has what it wanted; end quietly, exit 0.
+            closed_pipe()
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
         try:
@@ -92,5 +124,19 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
     ctx.default_map = {name: config.defaults_for(settings, name, command)}
 
 
+def closed_pipe() -> None:
+    """Exit 0 without a word, and without the interpreter complaining when it flushes at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(0)
+
+
 def main() -> None:
-    cli(prog_name="compactcli")
+    try:
+        cli(prog_name="compactcli")
+    except SystemExit as done:
+        try:
+            sys.stdout.flush()  # what is still buffered may meet a closed pipe too
+        except BrokenPipeError:
+            closed_pipe()
+        raise done from None

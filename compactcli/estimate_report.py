@@ -5,15 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
 from compactcli import runner
-from compactcli.errors import CHECK_FAILED, OK
-from compactcli.estimate_file import NO_USAGE, NO_USAGE_TEXT, OVER, UNDER
-from compactcli.layers.estimate import annotation
-from compactcli.report import FAILED, Outcome
+from compactcli.errors import CHECK_FAILED
+from compactcli.estimate_file import NO_USAGE, NO_USAGE_TEXT, OVER
+from compactcli.report import FAILED, Figures, Outcome, annotation, line_of
 from compactcli.tokens import CATEGORIES
 from compactcli.transcript import STDIN
 
@@ -40,34 +40,34 @@ def _percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
-class Printer:
-    """Writes each file's result as it comes, then the totals."""
+class EstimateFigures(Figures):
+    """estimate's part of the report: a table, CSV rows or GitHub annotations per file, then totals."""
 
-    def __init__(self, output_format: str, method: str, max_tokens: int | None) -> None:
-        self.format = output_format
+    def __init__(self, method: str, max_tokens: int | None) -> None:
         self.method = method
         self.max_tokens = max_tokens
         self._header_done = False
         self._buffer = io.StringIO()
         self._writer = csv.writer(self._buffer, lineterminator="\n")
-        self._write = {
-            "table": self._table,
-            "json": self._json,
-            "csv": self._csv,
-            "github": self._github,
-        }[output_format]
 
-    def outcome(self, outcome: Outcome) -> None:
-        self._write(outcome)
-        if outcome.status == FAILED or outcome.exit_code not in (OK, CHECK_FAILED):
-            click.echo(f"error: {outcome.message}", err=True)
+    def lines(self, outcome: Outcome, output_format: str) -> Iterator[str]:
+        write = {"table": self._table, "csv": self._csv, "github": self._github}[output_format]
+        return write(outcome)
+
+    def describe(self, outcome: Outcome) -> str:
+        if outcome.status == FAILED:
+            return super().describe(outcome)
+        return describe(outcome)
+
+    def summary(self, outcomes: list[Outcome], preview: bool) -> str:
+        return summary(outcomes, self.method, self.max_tokens)
 
     # table
-    def _table_header(self) -> None:
+    def _table_header(self) -> Iterator[str]:
         cells = [title.rjust(width) for title, width in _COLUMNS]
         if self.max_tokens is not None:
             cells.insert(1, "%max".rjust(6))
-        click.echo(" ".join([*cells, "dialect".ljust(11), "path"]))
+        yield (" ".join([*cells, "dialect".ljust(11), "path"]))
         self._header_done = True
 
     def _table_cells(self, stats: dict, tokens: int | None) -> list[str]:
@@ -81,27 +81,27 @@ class Printer:
         ]
         return [_num(v).rjust(width) for v, (_, width) in zip(values, _COLUMNS, strict=True)]
 
-    def _table(self, outcome: Outcome) -> None:
+    def _table(self, outcome: Outcome) -> Iterator[str]:
         if outcome.status == FAILED:
             return  # said on stderr
         if not self._header_done:
-            self._table_header()
+            yield from self._table_header()
         stats = outcome.stats
         cells = self._table_cells(stats, stats.get("tokens"))
         if self.max_tokens is not None:
             cells.insert(1, _percent(stats.get("share")).rjust(6))
         note = f"  ({outcome.message})" if outcome.status in (OVER, NO_USAGE) else ""
-        click.echo(" ".join([*cells, stats["dialect"].ljust(11), outcome.path]) + note)
+        yield (" ".join([*cells, stats["dialect"].ljust(11), outcome.path]) + note)
         for item in stats.get("top", ()):
             where = f"{outcome.path}:{item['line']}"
-            click.echo(f"    {where}: {item['tool']} result, {item['tokens']:,} tokens")
+            yield (f"    {where}: {item['tool']} result, {item['tokens']:,} tokens")
 
-    def _table_total(self, outcomes: list[Outcome]) -> None:
+    def _table_total(self, outcomes: list[Outcome]) -> Iterator[str]:
         counted = [o for o in outcomes if o.status != FAILED]
         if not counted:
             return
         if not self._header_done:
-            self._table_header()
+            yield from self._table_header()
         stats: dict = {"by_category": {}}
         for o in counted:
             for name in ("messages", "tool_results", "bytes"):
@@ -113,19 +113,7 @@ class Printer:
         if self.max_tokens is not None:
             cells.insert(1, "".rjust(6))
         files = f"{len(counted)} file{'s' if len(counted) != 1 else ''}"
-        click.echo(" ".join([*cells, "".ljust(11), f"total ({files}, {self.method})"]))
-
-    # json
-    def _json(self, outcome: Outcome) -> None:
-        record = {"path": outcome.path, "status": outcome.status, **outcome.stats}
-        if outcome.status == FAILED:
-            record.update(exit_code=outcome.exit_code, error=outcome.message)
-        elif outcome.status != UNDER:
-            record["over"] = outcome.status == OVER
-            record["message"] = outcome.message
-        elif self.max_tokens is not None:
-            record["over"] = False
-        click.echo(json.dumps(record, ensure_ascii=False))
+        yield (" ".join([*cells, "".ljust(11), f"total ({files}, {self.method})"]))
 
     # csv
     CSV_FIELDS = (
@@ -146,15 +134,16 @@ class Printer:
         "error",
     )
 
-    def _csv_line(self, row: list | tuple) -> None:
+    def _csv_line(self, row: list | tuple) -> str:
         self._writer.writerow(row)
-        click.echo(self._buffer.getvalue(), nl=False)
+        text = self._buffer.getvalue()
         self._buffer.seek(0)
         self._buffer.truncate()
+        return text.removesuffix("\n")
 
-    def _csv(self, outcome: Outcome) -> None:
+    def _csv(self, outcome: Outcome) -> Iterator[str]:
         if not self._header_done:
-            self._csv_line(self.CSV_FIELDS)
+            yield self._csv_line(self.CSV_FIELDS)
             self._header_done = True
         stats = outcome.stats
         category = stats.get("by_category") or {}
@@ -164,19 +153,19 @@ class Printer:
             row["error"] = outcome.message
         if row.get("share") is not None:
             row["share"] = round(row["share"], 4)
-        self._csv_line(["" if row.get(name) is None else row[name] for name in self.CSV_FIELDS])
+        yield self._csv_line(["" if row.get(name) is None else row[name] for name in self.CSV_FIELDS])
 
     # github
-    def _github(self, outcome: Outcome) -> None:
+    def _github(self, outcome: Outcome) -> Iterator[str]:
         stats = outcome.stats
         if outcome.status == FAILED:
-            line = _line_of(outcome.message, outcome.path)
-            click.echo(annotation("error", outcome.message, file=outcome.path, line=line, title="compactcli"))
+            line = line_of(outcome.message, outcome.path)
+            yield (annotation("error", outcome.message, file=outcome.path, line=line, title="compactcli"))
             return
         if outcome.status == NO_USAGE and outcome.exit_code == CHECK_FAILED:
             limit = f"--max-tokens {self.max_tokens:,}"
             text = f"{outcome.path}: {outcome.message}; {limit} cannot be checked"
-            click.echo(annotation("error", text, file=outcome.path, title="Token count unavailable"))
+            yield (annotation("error", text, file=outcome.path, title="Token count unavailable"))
             return
         if outcome.status != OVER:
             return
@@ -185,9 +174,9 @@ class Printer:
             f"{outcome.path} holds {tokens:,} tokens ({self.method}), over the limit of {limit:,} "
             f"({_percent(stats.get('share'))}). Compact it (compactcli micro, summarize)."
         )
-        click.echo(annotation("error", text, file=outcome.path, title="Transcript over the token limit"))
+        yield (annotation("error", text, file=outcome.path, title="Transcript over the token limit"))
         for item in stats.get("top", ()):
-            click.echo(
+            yield (
                 annotation(
                     "notice",
                     f"{item['tool']} result: {item['tokens']:,} tokens",
@@ -197,18 +186,11 @@ class Printer:
                 )
             )
 
-    def finish(self, outcomes: list[Outcome]) -> None:
-        if self.format == "table":
-            self._table_total(outcomes)
-        elif self.format == "csv" and not self._header_done:
-            self._csv_line(self.CSV_FIELDS)  # an empty result still has its header
-
-
-def _line_of(message: str, path: str) -> int | None:
-    """The line of a `path:line: message` error."""
-    rest = message[len(path) + 1 :] if message.startswith(path + ":") else ""
-    number = rest.partition(":")[0]
-    return int(number) if number.isdigit() else None
+    def finish(self, outcomes: list[Outcome], output_format: str) -> Iterator[str]:
+        if output_format == "table":
+            yield from self._table_total(outcomes)
+        elif output_format == "csv" and not self._header_done:
+            yield self._csv_line(self.CSV_FIELDS)  # an empty result still has its header
 
 
 def summary(outcomes: list[Outcome], method: str, max_tokens: int | None) -> str:

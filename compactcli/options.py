@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -30,13 +30,13 @@ class Inputs:
 
     paths: tuple[str, ...]
     glob: str
-    fmt: str | None
+    dialect: str | None
     on_invalid: str
     jobs: int
     scheduler: str | None
     verbose: bool
     quiet: bool
-    as_json: bool
+    output_format: str  # --format, or json with --json
 
 
 @dataclass(frozen=True)
@@ -115,25 +115,73 @@ def _gathered(func, name: str, cls):
     return wrapper
 
 
-def input_options(*, format_is_dialect: bool = True) -> Callable:
-    """Paths, discovery, dialect and bad-input handling.
+class OutputFormat(click.Choice):
+    """--format's choices; a dialect's name (what --format meant in earlier versions) is refused with
+    a pointer to --dialect."""
 
-    The dialect is `--dialect`; `--format` names it too (as docs/design.md spells it), except in commands
-    whose `--format` is their output format (estimate).
-    """
-    dialect_flags = ("--dialect", "--format") if format_is_dialect else ("--dialect",)
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value not in self.choices and value in dialects.NAMES:
+            self.fail(
+                f"{value!r} is a dialect: --format names the output format ({', '.join(self.choices)}); "
+                f"use --dialect {value} for the input's dialect",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
+
+
+def _format_option_list(formats: tuple[str, ...]) -> list:
+    return [
+        click.option(
+            "--format",
+            "output_format",
+            type=OutputFormat(formats),
+            default=formats[0],
+            show_default=True,
+            help="Output format (stdout); --dialect names the input's.",
+        ),
+        click.option(
+            "--json", "as_json", is_flag=True, help="--format json: one JSON object per file (stdout)."
+        ),
+    ]
+
+
+def _with_output_format(func: Callable) -> Callable:
+    """Pass `output_format` with --json folded in."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if kwargs.pop("as_json"):
+            given = click.get_current_context().get_parameter_source("output_format")
+            if given == click.core.ParameterSource.COMMANDLINE and kwargs["output_format"] != "json":
+                raise click.UsageError(
+                    f"--json is --format json; it cannot go with --format {kwargs['output_format']}"
+                )
+            kwargs["output_format"] = "json"
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def format_options(formats: tuple[str, ...] = ("text", "json")) -> Callable:
+    """--format (the first of `formats` is the default) and --json (= --format json), passed on as one
+    `output_format` value."""
+    return lambda func: _decorated(_with_output_format(func), _format_option_list(formats))
+
+
+def dialect_option(help: str = "Transcript dialect (default: detected per file).") -> Callable:
+    return click.option("--dialect", "dialect", type=click.Choice(dialects.NAMES), default=None, help=help)
+
+
+def input_options(*, formats: tuple[str, ...] = ("text", "json")) -> Callable:
+    """Paths, discovery, dialect, bad-input handling and how to report (`--format`: `formats`, the
+    first one the default)."""
     options = [
         click.argument("paths", nargs=-1, required=True, type=InputPath(allow_dash=True, exists=True)),
         click.option(
             "--glob", "glob", default="*.jsonl", show_default=True, help="Files to pick in folders."
         ),
-        click.option(
-            *dialect_flags,
-            "fmt",
-            type=click.Choice(dialects.NAMES),
-            default=None,
-            help="Transcript dialect (default: detected per file).",
-        ),
+        dialect_option(),
         click.option(
             "--on-invalid",
             type=click.Choice(ON_INVALID),
@@ -160,9 +208,9 @@ def input_options(*, format_is_dialect: bool = True) -> Callable:
         ),
         click.option("-v", "--verbose", is_flag=True, help="A line per file on stderr."),
         click.option("-q", "--quiet", is_flag=True, help="No summary line."),
-        click.option("--json", "as_json", is_flag=True, help="One JSON object per file (stdout)."),
+        *_format_option_list(formats),
     ]
-    return lambda func: _decorated(_gathered(func, "inputs", Inputs), options)
+    return lambda func: _decorated(_with_output_format(_gathered(func, "inputs", Inputs)), options)
 
 
 def write_options() -> Callable:

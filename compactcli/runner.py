@@ -200,6 +200,8 @@ def run_one(worker: Callable[[str], Outcome], item: str) -> Outcome:
         if item != STDIN and not message.startswith(item):
             message = f"{item}: {message}"  # every error names its file
         return Outcome(item, status, exc.exit_code, message)
+    except BrokenPipeError:
+        raise  # stdout was closed (`| head`): the run ends there, quietly (see cli.closed_pipe)
     except OSError as exc:
         return Outcome(item, FAILED, errors.IO_ERR, f"{item}: {exc.strerror or exc}")
 

@@ -30,10 +30,10 @@ from compactcli.context import ContextCounter, TokenCache, estimator
 from compactcli.layers.estimate import (
     TopResults,
     UsageTracker,
-    annotation,
     count_request,
     request_key,
 )
+from compactcli.report import annotation
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,7 +51,13 @@ def run(*args: object, input: str | bytes | None = None, env: dict | None = None
 
 
 def rows(result) -> list[dict]:
-    return [json.loads(line) for line in result.stdout.splitlines()]
+    """Each file's JSON object with its figures (`stats`) lifted beside path, status and message."""
+    flat = []
+    for line in result.stdout.splitlines():
+        obj = json.loads(line)
+        assert obj["command"] == "estimate" and obj["schema_version"] == 1
+        flat.append({**obj["stats"], **{k: obj[k] for k in ("path", "status", "exit_code", "message")}})
+    return flat
 
 
 def one(*args: object) -> dict:
@@ -326,8 +332,8 @@ def test_json_lines_one_object_per_file(two_files: tuple[Path, Path]) -> None:
     assert result.exit_code == 1
     by_path = {r["path"]: r for r in rows(result)}
     assert set(by_path) == {str(small), str(big)}
-    assert by_path[str(big)]["over"] is True and by_path[str(big)]["status"] == "over"
-    assert by_path[str(small)]["over"] is False
+    assert by_path[str(big)]["status"] == "over" and by_path[str(big)]["exit_code"] == 1
+    assert by_path[str(small)]["status"] == "ok" and by_path[str(small)]["exit_code"] == 0
     assert by_path[str(small)]["tokens"] == seed([{"role": "user", "content": "hi"}])
     assert by_path[str(big)]["share"] == pytest.approx(BIG_SEED / 1000)
     assert set(by_path[str(small)]["by_category"]) == {
@@ -671,7 +677,7 @@ def test_api_in_a_subprocess(tmp_path: Path, fake_api: FakeAnthropic) -> None:
     env = fake_api.env(XDG_CACHE_HOME=str(tmp_path / "cache"))
     done = run_cli("estimate", api_session(tmp_path), "--method", "api", "--json", env=env, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["tokens"] == 31337
+    assert json.loads(done.stdout)["stats"]["tokens"] == 31337
 
 
 def test_count_request_merges_roles_and_moves_system_out() -> None:
@@ -803,5 +809,5 @@ def test_the_cli_in_a_subprocess_without_importing_anthropic(tmp_path: Path) -> 
         timeout=60,
     )
     assert done.returncode == 1
-    assert json.loads(done.stdout)["over"] is True
+    assert json.loads(done.stdout)["status"] == "over"
     assert done.stderr.strip().splitlines()[-1] == "False"

@@ -31,6 +31,14 @@ FOCUS = "the empty-line handling"
 PREFIX = "[Conversation compressed. Transcript: "
 
 
+def replay_json(line: str) -> dict:
+    """The figures of replay's JSON object, after checking the keys every command's object has."""
+    obj = json.loads(line)
+    assert list(obj) == ["schema_version", "command", "path", "status", "exit_code", "message", "stats"]
+    assert obj["command"] == "replay" and obj["status"] in ("replayed", "what-if")
+    return obj["stats"]
+
+
 def seed(messages: list) -> int:
     """The reference agent's estimate, written out here rather than imported."""
     return len(str(messages)) // 4
@@ -103,7 +111,7 @@ def test_threshold_and_focus_through_the_api(tmp_path: Path, fake_api) -> None:
         "-o", out, "--archive-dir", archives_dir, "--json",
     )  # fmt: skip
     assert got.exit_code == 0, got.output + got.stderr
-    report = json.loads(got.stdout)
+    report = replay_json(got.stdout)
     assert report["compactions"] == {"auto": 1, "manual": 1, "recorded": 0}
     assert report["summarizer_calls"] == 2 and report["calls"] == 7
     first, second = report["archives"]
@@ -217,7 +225,7 @@ def test_what_if_table(tmp_path: Path) -> None:
     low, high = THRESHOLD, seed(RECORDS) * 2  # the high one is never reached
     got = run(source, "--backend", "digest", "--threshold", f"{low},{high}", "--keep", "3,10", "--json")
     assert got.exit_code == 0, got.output + got.stderr
-    rows = [json.loads(line) for line in got.stdout.splitlines()]
+    rows = [replay_json(line) for line in got.stdout.splitlines()]
     assert [(r["threshold"], r["keep"]) for r in rows] == [(low, 3), (low, 10), (high, 3), (high, 10)]
     for r in rows:
         total = sum(r["compactions"].values())
@@ -355,7 +363,7 @@ def test_claude_code_split_responses_and_recorded_compactions(tmp_path: Path) ->
         {"index": 14, "turn": 3, "tokens": seed(messages_of([summary])), "event": None,
          "tokens_after": seed(messages_of([summary])), "cleared": 0},
     ]  # fmt: skip
-    report = json.loads(got.stdout)
+    report = replay_json(got.stdout)
     assert report["calls"] == 3 and report["compactions"]["recorded"] == 1 and report["archives"] == []
     # The final context is the recorded compaction onwards, byte for byte.
     assert out.read_bytes() == dump(CC_RECORDS[12:])
@@ -368,7 +376,7 @@ def test_claude_code_auto_compaction_writes_what_claude_code_writes(tmp_path: Pa
     source = write(tmp_path / "cc.jsonl", records)
     got = run(source, "--backend", "digest", "--keep", 10, "--threshold", threshold, "-o", out, "--json")
     assert got.exit_code == 0, got.output + got.stderr
-    report = json.loads(got.stdout)
+    report = replay_json(got.stdout)
     assert report["compactions"]["auto"] == 1
     final = read_jsonl(out)
     boundary, summary, *rest = final
@@ -557,7 +565,7 @@ def test_replay_on_corpus_file(original: Path, tmp_path: Path) -> None:
         return
     dialect = dialects.get(expect.dialect)
     assert got.exit_code == 0, got.output + got.stderr
-    report = json.loads(got.stdout)
+    report = replay_json(got.stdout)
     assert report["calls"] == expected_calls(original, dialect.name)
     compactions = report["compactions"]["auto"] + report["compactions"]["manual"]
     # Every call whose context is over the threshold compacts first, and only those.

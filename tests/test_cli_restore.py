@@ -53,7 +53,8 @@ def test_restore_list_shows_each_entry(compacted: Path) -> None:
     assert run_cli("restore", compacted).returncode == 0
     listed = run_cli("restore", "--list", "--json", compacted, text=True)
     assert listed.returncode == 0, listed.stderr
-    commands = [json.loads(line)["command"] for line in listed.stdout.splitlines()]
+    [listing] = [json.loads(line) for line in listed.stdout.splitlines()]  # one object per file
+    commands = [entry["command"] for entry in listing["stats"]["history"]]
     assert commands == ["micro", "restore"]
     assert compacted.read_bytes() == ORIGINAL  # listing writes nothing
 

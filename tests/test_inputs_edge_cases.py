@@ -152,7 +152,7 @@ def test_byte_order_mark_on_a_changed_line_is_kept(tmp_path: Path) -> None:
     ]
     path = tmp_path / "bom.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + b"".join(json.dumps(r).encode() + b"\n" for r in lines))
-    run = compactcli("micro", "--format", "openai", "bom.jsonl", cwd=tmp_path)
+    run = compactcli("micro", "--dialect", "openai", "bom.jsonl", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     first = path.read_bytes().split(b"\n", 1)[0]
     assert first.startswith(b"\xef\xbb\xbf{")

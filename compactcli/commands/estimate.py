@@ -11,9 +11,9 @@ from compactcli import runner
 from compactcli.context import DEFAULT_METHOD, METHODS
 from compactcli.errors import EXIT_CODES_HELP, OK
 from compactcli.estimate_file import OUTPUT_FORMATS, estimate_file
-from compactcli.estimate_report import Printer, calibration_files, describe, print_calibration, summary
+from compactcli.estimate_report import EstimateFigures, calibration_files, print_calibration
 from compactcli.options import Inputs, input_options
-from compactcli.report import FAILED, Outcome, exit_code
+from compactcli.report import Outcome, Report
 
 # --- the command ---------------------------------------------------------------------------------
 
@@ -71,7 +71,7 @@ Examples:
     help=HELP,
     epilog=EXIT_CODES_HELP + " Here 1: a file is over --max-tokens, or cannot be checked.",
 )
-@input_options(format_is_dialect=False)
+@input_options(formats=OUTPUT_FORMATS)
 @click.option(
     "--method",
     type=click.Choice(METHODS),
@@ -80,14 +80,6 @@ Examples:
     help="How tokens are counted (see above).",
 )
 @click.option("--max-tokens", type=click.IntRange(0), default=None, help="Exit 1 if a file is over N tokens.")
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(OUTPUT_FORMATS),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
 @click.option("--top", type=click.IntRange(0), default=0, help="List the N heaviest tool results per file.")
 @click.option("--model", default=None, help="Model for --method api (default: $COMPACTCLI_MODEL, $MODEL_ID).")
 @click.option("--no-cache", is_flag=True, help="--method api: neither read nor write the count cache.")
@@ -96,14 +88,12 @@ def estimate(
     inputs: Inputs,
     method,
     max_tokens,
-    output_format,
     top,
     model,
     no_cache,
     calibrate,
 ):
-    if inputs.as_json:
-        output_format = "json"
+    output_format = inputs.output_format
     if calibrate:
         from compactcli import calibrate as calibration
 
@@ -115,17 +105,17 @@ def estimate(
         print_calibration(calibration.calibrate(files), output_format, len(files))
         raise SystemExit(OK)
     items = runner.find_inputs(inputs.paths, inputs.glob)
-    printer = Printer(output_format, method, max_tokens)
-
-    def report(outcome: Outcome) -> None:
-        printer.outcome(outcome)
-        if inputs.verbose and not inputs.quiet and outcome.status != FAILED:
-            click.echo(describe(outcome), err=True)
-
+    report = Report(
+        "estimate",
+        EstimateFigures(method, max_tokens),
+        output_format=output_format,
+        verbose=inputs.verbose,
+        quiet=inputs.quiet,
+    )
     worker: Callable[[str], Outcome] = partial(
         estimate_file,
         method=method,
-        fmt=inputs.fmt,
+        fmt=inputs.dialect,
         on_invalid=inputs.on_invalid,
         max_tokens=max_tokens,
         top=top,
@@ -133,20 +123,18 @@ def estimate(
         model=model,
         use_cache=not no_cache,
     )
-    outcomes = runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report)
-    printer.finish(outcomes)
-    if not inputs.quiet:
-        click.echo(summary(outcomes, method, max_tokens), err=True)
-    raise SystemExit(exit_code(outcomes))
+    runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done)
+    raise SystemExit(report.finish())
 
 
 def _micro_in_force():
-    """micro's options as a run of `compactcli micro` would have them (configuration included)."""
+    """micro's options as a run of `compactcli micro` would have them (configuration included); read
+    through micro's option group, not the micro command, which this module does not import."""
     from compactcli import config
-    from compactcli.commands.micro import micro
-    from compactcli.options import micro_settings
+    from compactcli.options import micro_options, micro_settings
 
     settings = click.get_current_context().find_root().obj
     if not isinstance(settings, config.Config):
         settings = config.Config()
-    return micro_settings(config.values_for(settings, "micro", micro))
+    micro_only = click.Command("micro", params=micro_options()(lambda: None).__click_params__)
+    return micro_settings(config.values_for(settings, "micro", micro_only))

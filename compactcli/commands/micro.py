@@ -6,13 +6,29 @@ from functools import partial
 
 import click
 
-from compactcli import micro_file, report, runner
+from compactcli import micro_file, runner
 from compactcli.errors import EXIT_CODES_HELP
 from compactcli.options import Inputs, Writes, input_options, micro_options, micro_settings, write_options
+from compactcli.report import CHANGED, WOULD_CHANGE, Figures, Outcome, Report
+
+
+class MicroFigures(Figures):
+    verb, doing = "compacted", "compact"
+
+    def describe(self, outcome: Outcome) -> str:
+        stats = outcome.stats
+        if outcome.status == CHANGED:
+            detail = f"cleared {stats.get('cleared', 0)} tool results"
+            if "bytes_before" in stats:
+                detail += f", {stats['bytes_before']:,} -> {stats['bytes_after']:,} bytes"
+            return f"compacted {outcome.path} ({detail})"
+        if outcome.status == WOULD_CHANGE:
+            return f"would compact {outcome.path} (would clear {stats.get('cleared', 0)} tool results)"
+        return super().describe(outcome)
 
 
 @click.command(epilog=EXIT_CODES_HELP)
-@input_options()
+@input_options(formats=("text", "json", "github"))
 @write_options()
 @micro_options()
 def micro(inputs: Inputs, writes: Writes, **layer):
@@ -47,20 +63,24 @@ def micro(inputs: Inputs, writes: Writes, **layer):
 
         estimator = context.estimator()
     analyze = partial(
-        micro_file.analyze, options=options, fmt=inputs.fmt, on_invalid=inputs.on_invalid, estimator=estimator
+        micro_file.analyze,
+        options=options,
+        fmt=inputs.dialect,
+        on_invalid=inputs.on_invalid,
+        estimator=estimator,
     )
     settings = writes.settings("micro", manifest_options)
     worker = runner.file_worker(items, inputs, writes, settings, analyze)
-    reporter = report.Reporter(
+    report = Report(
+        "micro",
+        MicroFigures(),
+        output_format=inputs.output_format,
         verbose=inputs.verbose,
         quiet=inputs.quiet,
-        as_json=inputs.as_json,
+        check=writes.check,
+        preview=writes.preview,
         stdout_has_data=runner.stdout_carries_data(items, writes.output),
     )
-    outcomes = runner.run(
-        items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=reporter.outcome
-    )
-    runner.write_manifest(outcomes, writes, settings)
-    # every preview (--check, --diff, --dry-run) counts what would change
-    reporter.summary(report.summary(outcomes, verb="compacted", check=writes.preview))
-    raise SystemExit(report.exit_code(outcomes))
+    runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done)
+    runner.write_manifest(report.outcomes, writes, settings)
+    raise SystemExit(report.finish())

@@ -4,12 +4,10 @@ fires. The logic is compactcli.layers.replay; this module reads, writes and repo
 from __future__ import annotations
 
 import itertools
-import json
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import click
 
@@ -26,6 +24,8 @@ from compactcli.layers.summarize import Summarizer
 from compactcli.options import (
     InputPath,
     SummarizerSettings,
+    dialect_option,
+    format_options,
     micro_options,
     micro_settings,
     summarizer_options,
@@ -39,11 +39,13 @@ from compactcli.replay_file import (
     write_output,
     write_timeline,
 )
+from compactcli.report import FAILED, TEXT, Figures, Outcome, Report
 from compactcli.transcript import ON_INVALID, STDIN
 
 ESTIMATORS = ("seed", "heuristic", "api")
 WHAT_IF_ARCHIVE = "(not archived: what-if run)"
 READ_ONLY_ARCHIVE = "(not archived: give -o, --timeline or --archive-dir to keep it)"
+REPLAYED, WHAT_IF = "replayed", "what-if"
 
 HELP = """Re-run a recorded transcript turn by turn as the agent loop would, and show when each layer
 fires.
@@ -148,14 +150,7 @@ INT_LIST = IntList()
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
 @click.argument("path", type=InputPath(allow_dash=True, exists=True, dir_okay=False))
-@click.option(
-    "--dialect",
-    "--format",
-    "fmt",
-    type=click.Choice(dialects.NAMES),
-    default=None,
-    help="Transcript dialect (default: detected).",
-)
+@dialect_option("Transcript dialect (default: detected).")
 @click.option(
     "--on-invalid",
     type=click.Choice(ON_INVALID),
@@ -205,11 +200,11 @@ INT_LIST = IntList()
 @click.option(
     "--plot", type=click.Path(dir_okay=False), default=None, help="Write the chart as a PNG (matplotlib)."
 )
-@click.option("--json", "as_json", is_flag=True, help="The report as JSON (one object per replay).")
-@click.option("-q", "--quiet", is_flag=True, help="No report and no chart.")
+@format_options()
+@click.option("-q", "--quiet", is_flag=True, help="No report and no chart (errors only).")
 def replay(
     path: str,
-    fmt: str | None,
+    dialect: str | None,
     on_invalid: str,
     threshold: list[int],
     estimator: str,
@@ -217,7 +212,7 @@ def replay(
     output: str | None,
     archive_dir: str | None,
     plot: str | None,
-    as_json: bool,
+    output_format: str,
     quiet: bool,
     summarizer_settings: SummarizerSettings,
     **layer: Any,
@@ -225,7 +220,8 @@ def replay(
     keeps: list[int] = layer.pop("keep")
     what_if = len(threshold) > 1 or len(keeps) > 1
     _check_usage(path, what_if, timeline, output, plot)
-    report = sys.stderr if output == "-" else sys.stdout
+    figures = ReplayFigures()
+    report = Report("replay", figures, output_format=output_format, quiet=True, stdout_has_data=output == "-")
     backend, model = summarizer_settings.backend, summarizer_settings.model
     summarizer = summarizer_settings.make()
     if backend == "auto" and not quiet:
@@ -237,53 +233,63 @@ def replay(
     try:
         with ExitStack() as stack:
             source = Source(path, stack)
-            dialect = source.dialect(fmt)
-            count = ContextSize(dialect, estimator, model=model, cache=_cache(estimator))
+            chosen = source.dialect(dialect)
+            count = ContextSize(chosen, estimator, model=model, cache=_cache(estimator))
             if what_if:
                 rows = []
                 for limit, keep in combos:
                     options = micro_settings({**layer, "keep": keep})
                     run = _new_replay(
-                        dialect, count, summarizer, lambda entries: WHAT_IF_ARCHIVE, limit, options
+                        chosen, count, summarizer, lambda entries: WHAT_IF_ARCHIVE, limit, options
                     )
                     result = source.run(run, on_invalid)
                     rows.append({"threshold": limit, "keep": keep, **result.summary()})
-                _print_what_if(source.name, dialect, estimator, summarizer, rows, as_json, quiet, report)
-                return
+                if not quiet:
+                    _report_what_if(report, source.name, chosen, estimator, summarizer, rows)
+                raise SystemExit(report.finish())
             limit, keep = combos[0]
             options = micro_settings({**layer, "keep": keep})
             archive = lambda entries: READ_ONLY_ARCHIVE  # noqa: E731
             if output or timeline or archive_dir:  # a plain replay only reads (DESIGN.md 4)
                 folder = storage.default_archive_dir(source.place, Path(archive_dir) if archive_dir else None)
-                archive = archiver(source, dialect, folder)
-            run = _new_replay(dialect, count, summarizer, archive, limit, options)
+                archive = archiver(source, chosen, folder)
+            run = _new_replay(chosen, count, summarizer, archive, limit, options)
             result = source.run(run, on_invalid)
             if timeline:
                 write_timeline(Path(timeline), result)
             if output:
-                write_output(output, dialect, result, source.template)
+                write_output(output, chosen, result, source.template)
             title = f"{Path(source.name).name}: tokens per model call ({estimator})"
             if plot:
                 chart.write_png(result.rows, limit, Path(plot), title=title)
     except CompactError as err:
-        click.echo(f"error: {err}", err=True)
-        raise SystemExit(err.exit_code) from None
+        report.done(Outcome(path, FAILED, err.exit_code, str(err)))
+        raise SystemExit(report.finish()) from None
     if quiet:
-        return
+        raise SystemExit(report.finish())
     settings = {
-        "dialect": dialect.name,
+        "dialect": chosen.name,
         "estimator": estimator,
         "threshold": limit,
         "keep": keep,
         "backend": summarizer.name,
     }
-    if as_json:
-        document = {"path": source.name, **settings, **result.summary(), "archives": result.archives}
-        print(json.dumps(document, ensure_ascii=False), file=report)
-        return
     text = "\n".join(report_lines(source.name, settings, result)) + "\n\n"
     text += chart.text_chart(result.rows, limit, title=f"tokens per model call ({estimator} estimate)")
-    click.echo(text, file=report, nl=False)
+    figures.text = text
+    stats = {**settings, **result.summary(), "archives": result.archives}
+    report.done(Outcome(source.name, REPLAYED, stats=stats))
+    raise SystemExit(report.finish())
+
+
+class ReplayFigures(Figures):
+    """replay's text is the report and chart the command renders (`text`); its JSON, the figures."""
+
+    text = ""
+
+    def lines(self, outcome: Outcome, output_format: str) -> Iterator[str]:
+        if output_format == TEXT and self.text:
+            yield self.text.removesuffix("\n")
 
 
 def _check_usage(
@@ -328,28 +334,19 @@ def _new_replay(
     )
 
 
-def _print_what_if(
+def _report_what_if(
+    report: Report,
     name: str,
     dialect: dialects.Dialect,
     estimator: str,
     summarizer: Summarizer,
     rows: list[dict],
-    as_json: bool,
-    quiet: bool,
-    report: IO[str],
 ) -> None:
-    if quiet:
-        return
-    if as_json:
-        for row in rows:
-            document = {
-                "path": name,
-                "dialect": dialect.name,
-                "estimator": estimator,
-                "backend": summarizer.name,
-            }
-            print(json.dumps({**document, **row}, ensure_ascii=False), file=report)
-        return
+    """One outcome per combination; on the text stream, one table."""
     head = f"{name}: {dialect.name}; estimator {estimator}; summarizer {summarizer.name}"
     head += "; what-if (nothing written)\n"
-    click.echo(head + what_if_table(rows), file=report, nl=False)
+    report.figures.text = head + what_if_table(rows)
+    for row in rows:
+        stats = {"dialect": dialect.name, "estimator": estimator, "backend": summarizer.name, **row}
+        report.done(Outcome(name, WHAT_IF, stats=stats))
+        report.figures.text = ""  # the table is printed once

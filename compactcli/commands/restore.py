@@ -2,14 +2,64 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 import click
 
 from compactcli import archives, storage
-from compactcli.errors import EXIT_CODES_HELP, OK, CompactError
+from compactcli.errors import EXIT_CODES_HELP
+from compactcli.options import format_options
+from compactcli.report import TEXT, Figures, Outcome, Report
+from compactcli.runner import run_one
+
+RESTORED, LISTED = "restored", "listed"
+
+
+class RestoreFigures(Figures):
+    verb = "restored"
+
+    def __init__(self, listing: bool) -> None:
+        self.listing = listing
+
+    def describe(self, outcome: Outcome) -> str:
+        if outcome.status == RESTORED:
+            return f"restored {outcome.path} from {outcome.stats.get('from')}"
+        if outcome.status == LISTED:
+            return outcome.message  # a file without history says so; a history is on stdout
+        return super().describe(outcome)
+
+    def summary(self, outcomes: list[Outcome], preview: bool) -> str:
+        if self.listing:
+            return ""  # the listing is the output
+        return super().summary(outcomes, preview)
+
+    def lines(self, outcome: Outcome, output_format: str) -> Iterator[str]:
+        if output_format != TEXT:
+            return
+        for entry in outcome.stats.get("history", ()):
+            yield (
+                f"{entry['index']:>3}  {entry['time']}  {entry['command']:<9} "
+                f"{entry['size_before']:>12,} -> {entry['size_after']:>12,} bytes  {entry['archive']}"
+            )
+
+
+def restore_one(name: str, *, folder: Path | None, which: int) -> Outcome:
+    record = storage.restore(Path(name), folder, which=which)
+    return Outcome(name, RESTORED, stats=asdict(record) | {"from": record.options.get("from")})
+
+
+def list_one(name: str, *, folder: Path | None) -> Outcome:
+    path = Path(name)
+    found = storage.read_history(path, folder)
+    for problem in found.skipped:
+        click.echo(f"warning: {problem}", err=True)
+    entries = found.records
+    history = [dict(asdict(entry), index=number) for number, entry in enumerate(entries)]
+    message = "" if entries else f"{path}: no history in {storage.default_archive_dir(path, folder)}"
+    return Outcome(name, LISTED, message=message, stats={"history": history})
 
 
 @click.command(epilog=EXIT_CODES_HELP)
@@ -28,8 +78,9 @@ from compactcli.errors import EXIT_CODES_HELP, OK, CompactError
     show_default=True,
     help="History entry to restore (0 = oldest, -1 = latest).",
 )
-@click.option("--json", "as_json", is_flag=True, help="JSON lines instead of text.")
-def restore(paths, archive_dir, list_only, which, as_json):
+@click.option("-q", "--quiet", is_flag=True, help="No per-file lines and no summary line.")
+@format_options()
+def restore(paths, archive_dir, list_only, which, quiet, output_format):
     """Put back the archived original of each PATH: a transcript, or a folder
     whose transcripts with an archive each get their latest original back.
 
@@ -45,23 +96,21 @@ def restore(paths, archive_dir, list_only, which, as_json):
       compactcli restore --archive-dir ~/backups/transcripts transcripts/
     """
     folder = Path(archive_dir) if archive_dir else None
-    code = OK
+    report = Report(
+        "restore",
+        RestoreFigures(listing=list_only),
+        output_format=output_format,
+        verbose=True,  # each restored file is named
+        quiet=quiet,
+    )
     for name in paths:
         for path, path_folder in _transcripts(Path(name), folder):
-            try:
-                if list_only:
-                    _show_history(path, path_folder, as_json)
-                    continue
-                record = storage.restore(path, path_folder, which=which)
-            except CompactError as exc:
-                click.echo(f"error: {exc}", err=True)
-                code = max(code, exc.exit_code)
-                continue
-            if as_json:
-                click.echo(json.dumps(asdict(record)))
+            if list_only:
+                worker = partial(list_one, folder=path_folder)
             else:
-                click.echo(f"restored {path} from {record.options.get('from')}", err=True)
-    raise SystemExit(code)
+                worker = partial(restore_one, folder=path_folder, which=which)
+            report.done(run_one(worker, str(path)))
+    raise SystemExit(report.finish())
 
 
 def _transcripts(path: Path, archive_dir: Path | None) -> list[tuple[Path, Path | None]]:
@@ -77,21 +126,3 @@ def _transcripts(path: Path, archive_dir: Path | None) -> list[tuple[Path, Path 
     if not found:
         click.echo(f"{path}: no archived originals under this folder", err=True)
     return found
-
-
-def _show_history(path: Path, folder: Path | None, as_json: bool) -> None:
-    found = storage.read_history(path, folder)
-    for problem in found.skipped:
-        click.echo(f"warning: {problem}", err=True)
-    entries = found.records
-    if not entries:
-        click.echo(f"{path}: no history in {storage.default_archive_dir(path, folder)}", err=True)
-        return
-    for number, entry in enumerate(entries):
-        if as_json:
-            click.echo(json.dumps(dict(asdict(entry), index=number)))
-        else:
-            click.echo(
-                f"{number:>3}  {entry.time}  {entry.command:<9} "
-                f"{entry.size_before:>12,} -> {entry.size_after:>12,} bytes  {entry.archive}"
-            )

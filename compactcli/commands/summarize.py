@@ -7,9 +7,9 @@ from functools import partial
 
 import click
 
-from compactcli import context, report, runner
-from compactcli.backends.anthropic import DEFAULT_MODEL
-from compactcli.errors import EXIT_CODES_HELP
+from compactcli import context, runner
+from compactcli.backends.anthropic import DEFAULT_MODEL, have_credentials
+from compactcli.errors import EXIT_CODES_HELP, UNAVAILABLE
 from compactcli.options import (
     Inputs,
     SummarizerSettings,
@@ -18,7 +18,7 @@ from compactcli.options import (
     summarizer_options,
     write_options,
 )
-from compactcli.report import BUSY, CHANGED, FAILED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome, Reporter
+from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
 from compactcli.summarize_file import SummarizeOptions, analyze
 
 HELP = f"""Replace a conversation with one summary message (Layers 2 and 3).
@@ -120,56 +120,39 @@ def summarize_options() -> Callable:
     return apply
 
 
-class SummarizeReporter(Reporter):
-    """Per-file lines in summarize's words; --check lists the files that would be summarized."""
+class SummarizeFigures(Figures):
+    verb, doing = "summarized", "summarize"
 
-    check: bool = False
+    def describe(self, outcome: Outcome) -> str:
+        stats = outcome.stats
+        if outcome.status == CHANGED:
+            detail = [f"{stats.get('summarized', 0)} messages -> 1 by {stats.get('backend', '?')}"]
+            if stats.get("kept"):
+                detail.append(f"kept {stats['kept']}")
+            if "bytes_before" in stats:
+                detail.append(f"{stats['bytes_before']:,} -> {stats['bytes_after']:,} bytes")
+            detail.append(f"{stats.get('redacted', 0)} secrets redacted")
+            if stats.get("archive"):
+                detail.append(f"archive {stats['archive']}")
+            return f"summarized {outcome.path} ({'; '.join(detail)})"
+        if outcome.status == WOULD_CHANGE:
+            return (
+                f"would summarize {outcome.path} ({stats.get('summarized', 0)} of {stats.get('messages', 0)} "
+                f"messages, ~{stats.get('tokens') or 0:,} tokens)"
+            )
+        if outcome.status == UNCHANGED:
+            reason = stats.get("reason")
+            return f"unchanged {outcome.path}" + (f" ({reason})" if reason else "")
+        return super().describe(outcome)
 
-    def outcome(self, outcome: Outcome) -> None:
-        verbose, self.verbose = self.verbose, False
-        try:
-            super().outcome(outcome)
-        finally:
-            self.verbose = verbose
-        if self.quiet or outcome.status in (FAILED, BUSY):
-            return
-        if verbose or (self.check and outcome.status == WOULD_CHANGE):
-            click.echo(describe(outcome), err=True)
-
-
-def describe(outcome: Outcome) -> str:
-    stats = outcome.stats
-    if outcome.status == CHANGED:
-        detail = [f"{stats.get('summarized', 0)} messages -> 1 by {stats.get('backend', '?')}"]
-        if stats.get("kept"):
-            detail.append(f"kept {stats['kept']}")
-        if "bytes_before" in stats:
-            detail.append(f"{stats['bytes_before']:,} -> {stats['bytes_after']:,} bytes")
-        detail.append(f"{stats.get('redacted', 0)} secrets redacted")
-        if stats.get("archive"):
-            detail.append(f"archive {stats['archive']}")
-        return f"summarized {outcome.path} ({'; '.join(detail)})"
-    if outcome.status == WOULD_CHANGE:
-        return (
-            f"would summarize {outcome.path} ({stats.get('summarized', 0)} of {stats.get('messages', 0)} "
-            f"messages, ~{stats.get('tokens') or 0:,} tokens)"
-        )
-    if outcome.status == SKIPPED:
-        return f"skipped {outcome.message}"
-    if outcome.status == UNCHANGED:
-        reason = stats.get("reason")
-        return f"unchanged {outcome.path}" + (f" ({reason})" if reason else "")
-    return f"{outcome.status} {outcome.path}"
-
-
-def summary_line(outcomes: list[Outcome], check: bool) -> str:
-    line = report.summary(outcomes, verb="summarized", check=check)
-    redacted = sum(o.stats.get("redacted", 0) for o in outcomes)
-    return line + (f", {redacted} secrets redacted" if redacted else "")
+    def summary(self, outcomes: list[Outcome], preview: bool) -> str:
+        line = super().summary(outcomes, preview)
+        redacted = sum(o.stats.get("redacted", 0) for o in outcomes)
+        return line + (f", {redacted} secrets redacted" if redacted else "")
 
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
-@input_options()
+@input_options(formats=("text", "json", "github"))
 @write_options()
 @summarizer_options()
 @summarize_options()
@@ -193,6 +176,14 @@ def summarize(
         raise click.UsageError(
             "--batch needs the anthropic backend (set ANTHROPIC_API_KEY or pass --backend)"
         )
+    if summarizer.name == "anthropic" and not preview and not have_credentials():
+        # One error before any file is touched, not the same one for every file.
+        click.echo(
+            "error: --backend anthropic needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN in the environment "
+            "(--backend digest works offline); no file was changed",
+            err=True,
+        )
+        raise SystemExit(UNAVAILABLE)
     if not inputs.quiet and not preview:
         click.echo(f"summarize: backend {_backend_line(backend, summarizer)}", err=True)
     options = SummarizeOptions(keep_last=keep_last, focus=focus, threshold=threshold)
@@ -212,38 +203,40 @@ def summarize(
         analyze,
         options=options,
         summarizer=summarizer,
-        fmt=inputs.fmt,
+        fmt=inputs.dialect,
         on_invalid=inputs.on_invalid,
         estimator=context.estimator(method) if threshold is not None else None,
     )
-    stdout_has_data = runner.stdout_carries_data(items, writes.output)
-    reporter = SummarizeReporter(
-        verbose=inputs.verbose, quiet=inputs.quiet, as_json=inputs.as_json, stdout_has_data=stdout_has_data
+    report = Report(
+        "summarize",
+        SummarizeFigures(),
+        output_format=inputs.output_format,
+        verbose=inputs.verbose,
+        quiet=inputs.quiet,
+        check=writes.check,
+        preview=preview,
+        stdout_has_data=runner.stdout_carries_data(items, writes.output),
     )
-    reporter.check = writes.check
     if (use_batch or batch_id) and not preview:
         from compactcli.message_batch import run_batch
 
         if writes.output_dir or inputs.scheduler:
             raise click.UsageError("--batch writes in place or to -o: not with --output-dir or --scheduler")
 
-        outcomes = run_batch(
+        run_batch(
             items,
             settings=settings,
             analyze=file_analyze,
             summarizer=summarizer,
             batch_id=batch_id,
             poll_interval=poll_interval,
-            on_outcome=reporter.outcome,
+            on_outcome=report.done,
         )
     else:
         worker = runner.file_worker(items, inputs, writes, settings, file_analyze)
-        outcomes = runner.run(
-            items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=reporter.outcome
-        )
-        runner.write_manifest(outcomes, writes, settings)
-    reporter.summary(summary_line(outcomes, preview))
-    raise SystemExit(report.exit_code(outcomes))
+        runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done)
+        runner.write_manifest(report.outcomes, writes, settings)
+    raise SystemExit(report.finish())
 
 
 def _backend_line(requested: str, summarizer) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterator
 from functools import partial
 from typing import BinaryIO
 
@@ -12,7 +13,7 @@ from compactcli import runner
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP
 from compactcli.layers.validate import RULES, Validator
 from compactcli.options import Inputs, input_options
-from compactcli.report import FAILED, Outcome, Reporter, exit_code
+from compactcli.report import BUSY, FAILED, TEXT, Figures, Outcome, Report, annotation
 from compactcli.transcript import dialect_for, open_input, read_lines
 
 VALID, INVALID = "valid", "invalid"
@@ -56,16 +57,28 @@ def violation_lines(outcome: Outcome) -> list[str]:
     ]
 
 
-def summary(outcomes: list[Outcome]) -> str:
-    """One line such as `2 files valid, 1 invalid, 1 failed`."""
-    counts: dict[str, int] = {}
-    for outcome in outcomes:
-        counts[outcome.status] = counts.get(outcome.status, 0) + 1
-    valid = counts.get(VALID, 0)
-    parts = [f"{valid} file{'s' if valid != 1 else ''} valid", f"{counts.get(INVALID, 0)} invalid"]
-    if counts.get(FAILED):
-        parts.append(f"{counts[FAILED]} failed")
-    return ", ".join(parts)
+class ValidateFigures(Figures):
+    verb = "valid"
+
+    def summary(self, outcomes: list[Outcome], preview: bool) -> str:
+        """One line such as `2 files valid, 1 invalid, 1 failed`."""
+        counts: dict[str, int] = {}
+        for outcome in outcomes:
+            counts[outcome.status] = counts.get(outcome.status, 0) + 1
+        valid = counts.get(VALID, 0)
+        parts = [f"{valid} file{'s' if valid != 1 else ''} valid", f"{counts.get(INVALID, 0)} invalid"]
+        for status in (BUSY, FAILED):
+            if counts.get(status):
+                parts.append(f"{counts[status]} {status}")
+        return ", ".join(parts)
+
+    def lines(self, outcome: Outcome, output_format: str) -> Iterator[str]:
+        if output_format == TEXT:
+            yield from violation_lines(outcome)
+            return
+        for v in outcome.stats.get("violations", ()):
+            yield annotation("error", v["message"], file=outcome.path, line=v["line"], title=v["rule"])
+        yield from super().lines(outcome, output_format)
 
 
 # Help pages keep to 80 columns; \b blocks are not wrapped by click, so the rules are wrapped here.
@@ -77,8 +90,8 @@ _RULES_HELP = "\n".join(
 HELP = f"""Check that transcripts are still valid Messages API conversations.
 
 PATHS are files, folders (searched for --glob) or '-' for stdin. Nothing is changed. Each violation
-is printed on stdout as `path:line: rule: message` (--json: one object per file instead); the
-summary goes to stderr.
+is printed on stdout as `path:line: rule: message` (--format github: as GitHub annotations; --json:
+one object per file instead); the summary goes to stderr.
 
 Consecutive messages of one role are one turn, as the API combines them. Each conversation is
 checked on its own; for Claude Code logs that is the main one from its last compaction on, and each
@@ -109,18 +122,17 @@ Examples:
 
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
-@input_options()
+@input_options(formats=("text", "json", "github"))
 def validate(inputs: Inputs):
     items = runner.find_inputs(inputs.paths, inputs.glob)
-    reporter = Reporter(verbose=inputs.verbose, quiet=inputs.quiet, as_json=inputs.as_json)
-
-    def report(outcome: Outcome) -> None:
-        if not inputs.as_json:
-            for text in violation_lines(outcome):
-                click.echo(text)
-        reporter.outcome(outcome)
-
-    worker = partial(check_file, fmt=inputs.fmt, on_invalid=inputs.on_invalid)
-    outcomes = runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report)
-    reporter.summary(summary(outcomes))
-    raise SystemExit(exit_code(outcomes))
+    report = Report(
+        "validate",
+        ValidateFigures(),
+        output_format=inputs.output_format,
+        verbose=inputs.verbose,
+        quiet=inputs.quiet,
+        stdout_has_data=False,
+    )
+    worker = partial(check_file, fmt=inputs.dialect, on_invalid=inputs.on_invalid)
+    runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done)
+    raise SystemExit(report.finish())

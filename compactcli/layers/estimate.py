@@ -174,7 +174,7 @@ def request_key(model: str, turns: list[dict], system: str | None) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-# --- the limit and annotations -------------------------------------------------------------------
+# --- the limit -----------------------------------------------------------------------------------
 
 
 def share(tokens: int | None, max_tokens: int | None) -> float | None:
@@ -186,26 +186,3 @@ def share(tokens: int | None, max_tokens: int | None) -> float | None:
 
 def is_over(tokens: int | None, max_tokens: int | None) -> bool:
     return tokens is not None and max_tokens is not None and tokens > max_tokens
-
-
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def annotation(
-    level: str, message: str, *, file: str | None = None, line: int | None = None, title: str = ""
-) -> str:
-    """A GitHub Actions workflow command such as `::error file=a.jsonl,title=...::message`."""
-    props = []
-    if file is not None:
-        props.append(f"file={_escape_property(file)}")
-    if line is not None:
-        props.append(f"line={line}")
-    if title:
-        props.append(f"title={_escape_property(title)}")
-    head = f"::{level} {','.join(props)}" if props else f"::{level}"
-    return f"{head}::{_escape_data(message)}"

@@ -1,0 +1,111 @@
+"""Who may import whom: commands never import each other, dialects/ imports nothing above it, and the
+commands that need no model never load anthropic's code (checked in a real subprocess)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from compactcli.cli import COMMANDS, SHORT_HELP, cli
+
+PACKAGE = Path(__file__).resolve().parent.parent / "compactcli"
+SAMPLES = PACKAGE.parent / "samples"
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, as a dotted name (`from a import b` gives a and a.b)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_no_command_module_imports_another() -> None:
+    offenders = {}
+    for path in sorted((PACKAGE / "commands").glob("*.py")):
+        commands = {n for n in imported_modules(path) if n.startswith("compactcli.commands")}
+        if commands:
+            offenders[path.name] = sorted(commands)
+    assert offenders == {}
+
+
+def test_dialects_import_nothing_above_them() -> None:
+    offenders = {}
+    for path in sorted((PACKAGE / "dialects").glob("*.py")):
+        ours = {n for n in imported_modules(path) if n == "compactcli" or n.startswith("compactcli.")}
+        above = {n for n in ours if not n.startswith("compactcli.dialects")}
+        # `from compactcli import dialects` names the package itself
+        above.discard("compactcli")
+        above.discard("compactcli.dialects")
+        if above:
+            offenders[path.name] = sorted(above)
+    assert offenders == {}
+
+
+LOADED = """
+import json, sys
+from compactcli.cli import cli
+try:
+    cli.main(sys.argv[1:], prog_name="compactcli")
+except SystemExit as done:
+    code = done.code
+names = sorted(m for m in sys.modules if m.startswith(("anthropic", "httpx", "compactcli.")))
+print(json.dumps({"code": code, "modules": names}), file=sys.stderr)
+"""
+
+
+def loaded_modules(*args: str, cwd: Path) -> tuple[int, list[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED, *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    return report["code"], report["modules"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("micro", "--check", "."),
+        ("micro", "."),
+        ("estimate", "."),
+        ("validate", "."),
+        ("replay", "--backend", "digest", "claude-code/session.jsonl"),
+        ("replay", "--backend", "digest", "--keep", "2,5", "anthropic/session.jsonl"),
+    ],
+)
+def test_commands_without_a_model_never_load_anthropic(tmp_path: Path, args: tuple[str, ...]) -> None:
+    shutil.copytree(SAMPLES, tmp_path / "samples")
+    code, modules = loaded_modules(*args, cwd=tmp_path / "samples")
+    assert code in (0, 1)  # it ran (micro --check may find something to do)
+    assert [m for m in modules if m.startswith(("anthropic", "httpx"))] == []
+    assert "compactcli.backends.anthropic" not in modules
+    assert [
+        m for m in modules if m.startswith("compactcli.commands.") and m != f"compactcli.commands.{args[0]}"
+    ] == []
+
+
+def test_group_help_imports_no_command(tmp_path: Path) -> None:
+    code, modules = loaded_modules("--help", cwd=tmp_path)
+    assert code == 0
+    assert [m for m in modules if m.startswith("compactcli.commands")] == []
+
+
+def test_group_help_lists_each_command_with_its_own_help() -> None:
+    """The short help the group prints without importing a command is the command's own."""
+    ctx = click.Context(cli)
+    assert sorted(SHORT_HELP) == sorted(COMMANDS)
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        first = " ".join((command.help or "").split("\n\n")[0].split())
+        assert SHORT_HELP[name] == first, name
