@@ -34,7 +34,11 @@ SHORT_HELP = {
         "Re-run a recorded transcript turn by turn as the agent loop would, and show when each layer fires."
     ),
     "validate": "Check that transcripts are still valid Messages API conversations.",
-    "restore": "Put back the archived original of each PATH.",
+    "restore": (
+        "Put back the archived original of each PATH: a transcript, or a folder whose transcripts with an "
+        "archive each get their latest original back."
+    ),
+    "prune": "Drop old archived originals of each PATH (a transcript, or a folder of them).",
     "config": "Show the settings in force for each COMMAND (default: all) and their sources.",
 }
 

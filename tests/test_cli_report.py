@@ -205,6 +205,7 @@ def test_json_of_every_command_has_the_documented_fields(tmp_path: Path) -> None
             ("replay", "--backend", "digest", "--keep", "1,2", "c.jsonl"),
         ],
         "restore": [("restore", "--list", "a.jsonl"), ("restore", "a.jsonl")],
+        "prune": [("prune", "--keep-last", "0", "--dry-run", "a.jsonl"), ("prune", "--keep-last", "0", ".")],
     }  # fmt: skip
     for command, calls in runs.items():
         allowed = documented_stats(command)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from compactcli import archives
 from compactcli import prune as pruning
-from compactcli.errors import EXIT_CODES_HELP, OK, CompactError
+from compactcli.errors import EXIT_CODES_HELP, CompactError
+from compactcli.options import format_options
+from compactcli.report import CHANGED, FAILED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
 
 
 class Age(click.ParamType):
@@ -20,6 +21,43 @@ class Age(click.ParamType):
             return pruning.parse_age(str(value))
         except (ValueError, KeyError):
             self.fail(f"{value!r} is not an age such as 90m, 12h, 30d or 2w", param, ctx)
+
+
+class PruneFigures(Figures):
+    def __init__(self, dry_run: bool) -> None:
+        self.dry_run = dry_run
+
+    def describe(self, outcome: Outcome) -> str:
+        if outcome.status == FAILED:
+            return super().describe(outcome)
+        verb = "would drop" if self.dry_run else "dropped"
+        count = len(outcome.stats["dropped"])
+        plural = "s" if count != 1 else ""
+        return f"{verb} {count} archive{plural} of {outcome.path} ({outcome.stats['kept']} kept)"
+
+    def summary(self, outcomes: list[Outcome], preview: bool) -> str:
+        done = [o.stats for o in outcomes if o.status != FAILED]
+        dropped = sum(len(s["dropped"]) for s in done)
+        files = sum(1 for s in done if s["dropped"])
+        freed, kept = sum(s["bytes_freed"] for s in done), sum(s["kept"] for s in done)
+        verb = "would be dropped" if self.dry_run else "dropped"
+        line = (
+            f"{dropped} archive{'s' if dropped != 1 else ''} {verb} ({freed:,} bytes) "
+            f"from {files} file{'s' if files != 1 else ''}, {kept} kept"
+        )
+        failed = len(outcomes) - len(done)
+        return line + (f", {failed} failed" if failed else "")
+
+
+def outcome_of(result: pruning.Pruned, dry_run: bool) -> Outcome:
+    status = (WOULD_CHANGE if dry_run else CHANGED) if result.dropped else UNCHANGED
+    stats = {
+        "archive_dir": str(result.folder),
+        "dropped": [record.archive for record in result.dropped],
+        "kept": result.kept,
+        "bytes_freed": result.freed,
+    }
+    return Outcome(result.source, status, stats=stats)
 
 
 @click.command(epilog=EXIT_CODES_HELP)
@@ -43,8 +81,8 @@ class Age(click.ParamType):
 @click.option("--dry-run", is_flag=True, help="Change nothing; say what would be dropped.")
 @click.option("-v", "--verbose", is_flag=True, help="A line per file on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary line.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per file (stdout).")
-def prune(paths, keep_last, older_than, archive_dir, dry_run, verbose, quiet, as_json):
+@format_options()
+def prune(paths, keep_last, older_than, archive_dir, dry_run, verbose, quiet, output_format):
     """Drop old archived originals of each PATH (a transcript, or a folder of them).
 
     Per transcript, --keep-last N keeps its N newest archives and --older-than
@@ -62,7 +100,7 @@ def prune(paths, keep_last, older_than, archive_dir, dry_run, verbose, quiet, as
         raise click.UsageError("say what to keep: --keep-last N, --older-than AGE, or both")
     rule = pruning.Rule(keep_last, older_than)
     folder = Path(archive_dir) if archive_dir else None
-    code, results = OK, []
+    report = Report("prune", PruneFigures(dry_run), output_format=output_format, verbose=verbose, quiet=quiet)
     for name in paths:
         for archive_folder, selected in archives.targets(Path(name), folder):
             if not archive_folder.is_dir():
@@ -70,46 +108,8 @@ def prune(paths, keep_last, older_than, archive_dir, dry_run, verbose, quiet, as
             try:
                 done = pruning.prune_folder(archive_folder, rule, selected=selected, dry_run=dry_run)
             except CompactError as exc:
-                click.echo(f"error: {exc}", err=True)
-                code = max(code, exc.exit_code)
+                report.done(Outcome(str(archive_folder), FAILED, exc.exit_code, str(exc)))
                 continue
             for result in done:
-                _report(result, dry_run, verbose and not quiet, as_json)
-            results += done
-    if not quiet:
-        dropped = sum(len(r.dropped) for r in results)
-        files = sum(1 for r in results if r.dropped)
-        verb = "would be dropped" if dry_run else "dropped"
-        freed, kept = sum(r.freed for r in results), sum(r.kept for r in results)
-        click.echo(
-            f"{dropped} archive{'s' if dropped != 1 else ''} {verb} ({freed:,} bytes) "
-            f"from {files} file{'s' if files != 1 else ''}, {kept} kept",
-            err=True,
-        )
-    raise SystemExit(code)
-
-
-def _report(result: pruning.Pruned, dry_run: bool, verbose: bool, as_json: bool) -> None:
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "path": result.source,
-                    "status": "would-change"
-                    if dry_run and result.dropped
-                    else "changed"
-                    if result.dropped
-                    else "unchanged",
-                    "exit_code": OK,
-                    "archive_dir": str(result.folder),
-                    "dropped": [record.archive for record in result.dropped],
-                    "kept": result.kept,
-                    "bytes_freed": result.freed,
-                }
-            )
-        )
-    if verbose:
-        verb = "would drop" if dry_run else "dropped"
-        count = len(result.dropped)
-        plural = "s" if count != 1 else ""
-        click.echo(f"{verb} {count} archive{plural} of {result.source} ({result.kept} kept)", err=True)
+                report.done(outcome_of(result, dry_run))
+    raise SystemExit(report.finish())
