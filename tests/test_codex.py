@@ -368,9 +368,10 @@ def test_validate_starts_again_at_a_compaction(tmp_path: Path):
 
 
 def _estimate(path: Path, method: str, cwd: Path) -> dict:
+    """estimate's figures for the file (the `stats` of its JSON object)."""
     run = compactcli("estimate", "--json", "--method", method, str(path), cwd=cwd)
     assert run.returncode == 0, run.stderr
-    return json.loads(run.stdout)
+    return json.loads(run.stdout)["stats"]
 
 
 def test_estimate_usage_is_the_last_token_count(rollout: Path, tmp_path: Path):
