@@ -437,7 +437,7 @@ def test_top_results_keeps_the_heaviest_of_the_clearable() -> None:
 def test_top_names_exactly_the_lines_micro_changes(sample: Path, tmp_path: Path) -> None:
     listed = run_cli("estimate", "--top", 1000, "--json", sample, text=True)
     assert listed.returncode == 0, listed.stderr
-    top_lines = {item["line"] for item in json.loads(listed.stdout)["top"]}
+    top_lines = {item["line"] for item in json.loads(listed.stdout)["stats"]["top"]}
     out = tmp_path / "out.jsonl"
     assert run_cli("micro", "-o", out, sample).returncode == 0
     before, after = sample.read_bytes().splitlines(), out.read_bytes().splitlines()
@@ -449,7 +449,7 @@ def test_top_names_exactly_the_lines_micro_changes(sample: Path, tmp_path: Path)
         assert top_lines
     else:
         assert top_lines == changed
-    assert all(item["tool"] not in ("Read", "read_file") for item in json.loads(listed.stdout)["top"])
+    assert all(item["tool"] not in ("Read", "read_file") for item in json.loads(listed.stdout)["stats"]["top"])
 
 
 # --- bad input, stdin, jobs -----------------------------------------------------------------------
