@@ -449,7 +449,8 @@ def test_top_names_exactly_the_lines_micro_changes(sample: Path, tmp_path: Path)
         assert top_lines
     else:
         assert top_lines == changed
-    assert all(item["tool"] not in ("Read", "read_file") for item in json.loads(listed.stdout)["stats"]["top"])
+    top = json.loads(listed.stdout)["stats"]["top"]
+    assert all(item["tool"] not in ("Read", "read_file") for item in top)
 
 
 # --- bad input, stdin, jobs -----------------------------------------------------------------------
