@@ -118,7 +118,7 @@ def test_a_registered_dialect_is_detected_and_read_by_every_command(toy, tmp_pat
     assert run.exit_code == 0, run.output
     assert json.loads(run.stdout)["stats"]["dialect"] == "toy"
     estimate = CliRunner().invoke(cli, ["estimate", "--format", "json", str(path)])
-    assert estimate.exit_code == 0 and json.loads(estimate.stdout)["messages"] == 12
+    assert estimate.exit_code == 0 and json.loads(estimate.stdout)["stats"]["messages"] == 12
     micro = CliRunner().invoke(cli, ["micro", str(path)])
     assert micro.exit_code == 0, micro.output
     cleared = [json.loads(line) for line in path.read_text().splitlines() if "answers" in line]
