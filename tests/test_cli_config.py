@@ -157,7 +157,7 @@ def test_estimate_top_follows_micros_configured_settings(tmp_path: Path) -> None
     def tools() -> set[str]:
         run = compactcli("estimate", "--top", 100, "--json", "t.jsonl", cwd=tmp_path)
         assert run.returncode == 0, run.stderr
-        return {item["tool"] for item in json.loads(run.stdout)["top"]}
+        return {item["tool"] for item in json.loads(run.stdout)["stats"]["top"]}
 
     assert "bash" in tools()
     assert "read_file" not in tools()  # preserved by default
