@@ -91,6 +91,16 @@ class MicroEdit:
             yield "+" + diff_line(new)
 
 
+def _copy_candidates(dialect: Dialect, index: MicroIndex, options: MicroOptions, record: dict) -> list:
+    """What a UI copy record becomes if the result it repeats is cleared (decided only at the end)."""
+    found = []
+    for use_id in dialect.result_copies(record):
+        name = index.tool_names.get(use_id)
+        if name is not None and name not in options.preserve:
+            found.append((COPY_SLOT, options.render(name)))
+    return found
+
+
 def analyze(
     source: BinaryIO,
     path: str,
@@ -127,6 +137,8 @@ def analyze(
             facts = index.add(number, record)
             if facts or index.copy_count != copies:  # a UI copy may be cleared too
                 edit.spans[number] = (start, len(raw))
+            if index.copy_count != copies:  # cleared as its result will be, if that one is cleared
+                candidates = _copy_candidates(dialect, index, options, record)
             for fact in facts:
                 if fact.tool_use_id in index.tool_names:
                     placeholder = options.placeholder_for(fact, index.tool_names[fact.tool_use_id])

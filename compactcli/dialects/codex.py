@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 
 from compactcli.dialects.base import BOUNDARY, NO, PROVES, Dialect, ToolResult, ToolUse
+from compactcli.dialects.openai import call_arguments
 
 RECORD_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
@@ -161,13 +162,7 @@ def _arguments(entry: dict) -> object:
         return {"input": entry.get("input", "")}
     if kind == "local_shell_call":
         return entry.get("action") or {}
-    arguments = entry.get("arguments")
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
-            return {"arguments": arguments}
-    return arguments if arguments is not None else {}
+    return call_arguments(entry)  # a JSON string, as in chat completions
 
 
 def _image_block(url: object) -> dict:
