@@ -26,6 +26,11 @@ DEFAULT_MODEL = "claude-sonnet-5-5"
 
 MODEL_ENV = ("COMPACTCLI_MODEL", "MODEL_ID")
 
+# Seconds per attempt. The SDK's own default (600 s, three attempts) lets a hung server hold a file
+# for half an hour; a summary of at most a few thousand tokens comes back well within two minutes.
+DEFAULT_TIMEOUT = 120.0
+CONNECT_TIMEOUT = 10.0
+
 
 class ApiUnavailable(Unavailable):
     """An API call that failed after the SDK's retries. The fields let callers tell causes apart
@@ -63,13 +68,14 @@ def have_credentials() -> bool:
 
 
 def make_client(*, timeout: float | None = None, max_retries: int = 2) -> anthropic.Anthropic:
-    """A client configured from the environment. `timeout` (seconds per attempt) defaults to the
-    SDK's, which scales with max_tokens for Messages calls."""
+    """A client configured from the environment. `timeout`: seconds per attempt (DEFAULT_TIMEOUT)."""
     import anthropic
 
-    options: dict[str, Any] = {"max_retries": max_retries}
-    if timeout is not None:
-        options["timeout"] = timeout
+    seconds = timeout if timeout is not None else DEFAULT_TIMEOUT
+    options: dict[str, Any] = {
+        "max_retries": max_retries,
+        "timeout": anthropic.Timeout(seconds, connect=min(seconds, CONNECT_TIMEOUT)),
+    }
     try:
         return anthropic.Anthropic(**options)
     except anthropic.AnthropicError as err:  # e.g. no key, token or credentials profile
@@ -92,7 +98,9 @@ def complete(client: anthropic.Anthropic, *, model: str, system: str, user: str,
         message = client.messages.create(**params)
     except (anthropic.AnthropicError, TypeError) as err:
         raise _unavailable(err, "summarizer") from err
-    text = _text_of(message)
+    except ValueError as err:  # a 200 whose body is not JSON
+        raise _not_the_api("summarizer", f"unparsable JSON ({err})") from err
+    text = _text_of(message, "summarizer")
     if not text:
         request_id = getattr(message, "_request_id", None) or "unknown"
         raise ApiUnavailable(
@@ -122,9 +130,15 @@ def count_tokens(
     if system_text:
         params["system"] = system_text
     try:
-        return client.messages.count_tokens(**params).input_tokens
+        counted = client.messages.count_tokens(**params)
     except (anthropic.AnthropicError, TypeError) as err:
         raise _unavailable(err, "token counting") from err
+    except ValueError as err:  # a 200 whose body is not JSON
+        raise _not_the_api("token counting", f"unparsable JSON ({err})") from err
+    tokens = getattr(counted, "input_tokens", None)
+    if not isinstance(tokens, int) or isinstance(tokens, bool):
+        raise _not_the_api("token counting", counted)
+    return tokens
 
 
 # -- Message Batches ---------------------------------------------------------------------------
@@ -148,9 +162,12 @@ def create_batch(client: anthropic.Anthropic, requests: list[dict[str, Any]]) ->
     import anthropic
 
     try:
-        return client.messages.batches.create(requests=requests).id
+        batch_id = client.messages.batches.create(requests=requests).id
     except (anthropic.AnthropicError, TypeError) as err:
         raise _unavailable(err, "batch API") from err
+    except (ValueError, AttributeError) as err:  # a 200 whose body is not the API's JSON
+        raise _not_the_api("batch API", f"unparsable JSON ({err})") from err
+    return batch_id
 
 
 def batch_status(client: anthropic.Anthropic, batch_id: str) -> dict[str, Any]:
@@ -160,14 +177,16 @@ def batch_status(client: anthropic.Anthropic, batch_id: str) -> dict[str, Any]:
 
     try:
         batch = client.messages.batches.retrieve(batch_id)
+        return {
+            "id": batch.id,
+            "processing_status": batch.processing_status,
+            "request_counts": batch.request_counts.to_dict(),
+            "ended_at": batch.ended_at.isoformat() if batch.ended_at else None,
+        }
     except (anthropic.AnthropicError, TypeError) as err:
         raise _unavailable(err, "batch API") from err
-    return {
-        "id": batch.id,
-        "processing_status": batch.processing_status,
-        "request_counts": batch.request_counts.to_dict(),
-        "ended_at": batch.ended_at.isoformat() if batch.ended_at else None,
-    }
+    except (ValueError, AttributeError) as err:  # a 200 whose body is not the API's JSON
+        raise _not_the_api("batch API", f"unparsable JSON ({err})") from err
 
 
 def batch_results(client: anthropic.Anthropic, batch_id: str) -> Iterator[tuple[str, str | None, str | None]]:
@@ -180,7 +199,7 @@ def batch_results(client: anthropic.Anthropic, batch_id: str) -> Iterator[tuple[
         for item in client.messages.batches.results(batch_id):
             result = item.result
             if result.type == "succeeded":
-                yield item.custom_id, _text_of(result.message), None
+                yield item.custom_id, _text_of(result.message, "batch API"), None
             elif result.type == "errored":
                 error = result.error.error
                 yield item.custom_id, None, f"{error.type}: {error.message}"
@@ -188,13 +207,36 @@ def batch_results(client: anthropic.Anthropic, batch_id: str) -> Iterator[tuple[
                 yield item.custom_id, None, result.type
     except (anthropic.AnthropicError, TypeError) as err:
         raise _unavailable(err, "batch API") from err
+    except (ValueError, AttributeError) as err:  # a 200 whose body is not the API's JSON
+        raise _not_the_api("batch API", f"unparsable JSON ({err})") from err
 
 
 # -- helpers -----------------------------------------------------------------------------------
 
 
-def _text_of(message: Any) -> str:
-    return "".join(block.text for block in message.content if block.type == "text")
+def _text_of(message: Any, what: str) -> str:
+    """The text of a Message; a reply of another shape (an HTML page, other JSON) is ApiUnavailable."""
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        raise _not_the_api(what, message)
+    texts = [getattr(block, "text", None) for block in content if getattr(block, "type", None) == "text"]
+    if not all(isinstance(text, str) for text in texts):
+        raise _not_the_api(what, message)
+    return "".join(texts)  # type: ignore[arg-type]
+
+
+def _not_the_api(what: str, reply: object) -> ApiUnavailable:
+    """A successful status whose body is not the API's JSON: a proxy's login page, a wrong base URL."""
+    if isinstance(reply, str) and reply.lstrip()[:1] == "<":
+        seen = f"an HTML page ({_one_line(reply, 80)})"
+    elif isinstance(reply, str):
+        seen = _one_line(reply, 80) or "an empty body"
+    else:
+        seen = f"JSON of another shape ({_one_line(repr(reply), 80)})"
+    return ApiUnavailable(
+        f"{what} unavailable: the reply is not the Messages API's JSON but {seen}; "
+        "is ANTHROPIC_BASE_URL pointing at a proxy or another service?"
+    )
 
 
 def _split_system(
