@@ -1,18 +1,51 @@
-"""JSON for JSONL lines: orjson for speed, the stdlib where orjson says no.
+"""JSON for JSONL lines: orjson for speed, the stdlib where orjson says no or would change a number.
 
-Python's json accepts what orjson rejects (NaN, integers beyond 64 bits, lone surrogate escapes).
-Such lines are still valid transcripts, so they are parsed with the stdlib and, if they change,
-written back with it too.
+Python's json accepts what orjson rejects (NaN, lone surrogate escapes). Such lines are still valid
+transcripts, so they are parsed with the stdlib and, if they change, written back with it too.
+
+Numbers are written back as they were read (DESIGN.md 4): orjson turns `1e400` into an error,
+`1.0000000000000000001` into `1.0` and an integer beyond 64 bits into a float. The stdlib reads a
+float that would not survive as a `Number` that remembers its text. Reading stays fast: only when a
+changed line is written, and its original bytes hold such a literal (long digit runs, three-digit
+exponents: a cheap scan whose false alarms only cost speed), is the original read again with the
+stdlib and its numbers put back where the new value still holds them.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 import orjson
 
 BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark, as some Windows tools start a file with
+
+# A literal a double may not hold: 16+ digits in a row, 17+ digits and dots, a 3-digit exponent.
+_RISKY_NUMBER = re.compile(rb"[0-9]{16}|[0-9.]{18}|[0-9][eE][+-]?[0-9]{3}")
+
+
+class Number(float):
+    """A float read from a literal that a float cannot give back (`1e400`, `1.0000000000000000001`);
+    it compares as the float and is written back as the literal."""
+
+    literal: str
+
+    def __new__(cls, literal: str) -> Number:
+        number = super().__new__(cls, literal)
+        number.literal = literal
+        return number
+
+
+def _parse_float(literal: str) -> float:
+    """A float, or a Number when writing the float back would give another value (1e400 -> inf)."""
+    from decimal import Decimal
+
+    value = float(literal)
+    if math.isfinite(value) and Decimal(repr(value)) == Decimal(literal):
+        return value
+    return Number(literal)
 
 
 class LineError(ValueError):
@@ -31,7 +64,7 @@ def loads(raw: bytes) -> tuple[Any, bool]:
             start = exc.start + (len(BOM) if raw.startswith(BOM) else 0)
             raise LineError(f"invalid UTF-8 at byte {start}") from None
         try:
-            return json.loads(text), True
+            return json.loads(text, parse_float=_parse_float), True
         except json.JSONDecodeError as exc:
             raise LineError(f"not valid JSON: {exc.msg} (column {exc.colno})") from None
         except RecursionError:
@@ -55,11 +88,16 @@ def _is_spaced(raw: bytes) -> bool:
 
 
 def dumps_like(value: Any, raw: bytes, needed_stdlib: bool = False) -> bytes:
-    """Serialize `value` the way the line `raw` was written (separators, ASCII escapes), no newline."""
+    """Serialize `value` the way the line `raw` was written (separators, ASCII escapes, number
+    literals), no newline."""
     if raw.startswith(BOM):
         return BOM + dumps_like(value, raw[len(BOM) :], needed_stdlib)
+    numbers = needed_stdlib
+    if not needed_stdlib and _RISKY_NUMBER.search(raw) is not None:
+        value = _put_back_numbers(value, json.loads(raw, parse_float=_parse_float))
+        numbers = True
     spaced = _is_spaced(raw)
-    if not spaced and not needed_stdlib:
+    if not spaced and not numbers:
         out = orjson.dumps(value)
         # Escaping only matters when the output has non-ASCII text and the original line had none.
         if out.isascii() or not raw.isascii():
@@ -67,4 +105,46 @@ def dumps_like(value: Any, raw: bytes, needed_stdlib: bool = False) -> bytes:
     separators = (", ", ": ") if spaced else (",", ":")
     # Lone surrogates cannot be encoded as UTF-8: escape everything on stdlib lines.
     ensure_ascii = needed_stdlib or raw.isascii()
-    return json.dumps(value, ensure_ascii=ensure_ascii, separators=separators).encode("utf-8")
+    literals: list[str] = []
+    if numbers:
+        value = _mark_numbers(value, literals)
+    out = json.dumps(value, ensure_ascii=ensure_ascii, separators=separators)
+    for index, literal in enumerate(literals):
+        out = out.replace(f'"{_MARK}compactcli-number-{index}{_MARK}"', literal, 1)
+    return out.encode("utf-8")
+
+
+# Stands in for a Number while the stdlib writes the line; json.dumps escapes it as \u0000.
+_MARK_CHAR = "\x00"
+_MARK = "\\u0000"
+
+
+def _mark_numbers(value: Any, literals: list[str]) -> Any:
+    """A copy of `value` with each Number replaced by a marker string naming its literal."""
+    if isinstance(value, Number):
+        literals.append(value.literal)
+        return f"{_MARK_CHAR}compactcli-number-{len(literals) - 1}{_MARK_CHAR}"
+    if isinstance(value, dict):
+        return {k: _mark_numbers(v, literals) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mark_numbers(v, literals) for v in value]
+    return value
+
+
+def _put_back_numbers(new: Any, old: Any) -> Any:
+    """`new` with each float that orjson read from a literal it could not hold (an int beyond 64 bits,
+    a Number) replaced by what the stdlib read there, where `old` (the original) holds it."""
+    if isinstance(new, float) and isinstance(old, int | Number) and not isinstance(old, bool):
+        return old if float(old) == new else new
+    if isinstance(new, dict) and isinstance(old, dict):
+        return {k: _put_back_numbers(v, old[k]) if k in old else v for k, v in new.items()}
+    if isinstance(new, list) and isinstance(old, list):
+        return [_put_back_numbers(v, old[i]) if i < len(old) else v for i, v in enumerate(new)]
+    return new
+
+
+def plain(value: Any) -> Any:
+    """orjson's `default`: a Number as the float it compares equal to."""
+    if isinstance(value, Number):
+        return float(value)
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")

@@ -35,7 +35,7 @@ import orjson
 
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.errors import BadInput, Unavailable
-from compactcli.jsonio import dumps_like
+from compactcli.jsonio import dumps_like, plain
 from compactcli.layers.summarize import (
     SUMMARY_PREFIX,
     Summarizer,
@@ -78,7 +78,7 @@ def _dump(record: dict, style: _Style) -> bytes:
         return json.dumps(record, ensure_ascii=style.ascii, separators=(", ", ": ")).encode()
     if style.ascii:
         return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode()
-    return orjson.dumps(record)
+    return orjson.dumps(record, default=plain)
 
 
 @dataclass
