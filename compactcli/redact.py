@@ -53,15 +53,132 @@ _AUTHORIZATION = re.compile(
 # `<name ending in a secret word> = value`: the name must end with the word (so `tokens`,
 # `max_tokens`, `token_count`, `password_reset` do not match); `==` is a comparison.
 _ASSIGNMENT = re.compile(
-    r"(?P<word>api[_-]?key|apikey|access[_-]?key|private[_-]?key|secret[_-]?key|"
-    r"client[_-]?secret|secret|password|passwd|passphrase|token)(?![a-z0-9_])"
+    r"(?P<word>api[_-]?key|apikey|access[_-]?key|private[_-]?key(?:[_-]?id)?|secret[_-]?key(?:[_-]?base)?|"
+    r"(?:signing|encryption|master|account)[_-]?key|"
+    r"client[_-]?secret|secret|password|passwd|passphrase|pwd|token)(?![a-z0-9_])"
     r"\\?[\"']?\s*[:=](?!=)\s*"
     r"(?:(?P<q>\\?[\"'])(?P<qval>[^\"'\\\s]{4,256})(?P=q)"
     r"|(?P<val>[^\s\"'`,;&(){}\[\]<>\\]{6,256}))"
 )
+# Key formats with a fixed prefix, after the rule lists of gitleaks and detect-secrets:
+# (kind, prefixes, what follows the prefix). Each must stand alone (no word character around it).
+_PREFIXED: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("stripe_key", ("sk_live_", "rk_live_", "sk_test_", "rk_test_"), r"[A-Za-z0-9]{16,}"),
+    ("stripe_key", ("whsec_",), r"[A-Za-z0-9]{24,}"),
+    ("npm_token", ("npm_",), r"[A-Za-z0-9]{36}"),
+    ("google_api_key", ("AIza",), r"[0-9A-Za-z_-]{35}"),
+    ("google_oauth", ("GOCSPX-",), r"[A-Za-z0-9_-]{24,}"),
+    ("google_oauth", ("ya29.",), r"[0-9A-Za-z_-]{30,}"),
+    ("huggingface_token", ("hf_", "api_org_"), r"[A-Za-z0-9]{30,}"),
+    ("gitlab_token", ("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "GR1348941"), r"[A-Za-z0-9_-]{20,}"),
+    ("digitalocean_token", ("dop_v1_", "doo_v1_", "dor_v1_"), r"[a-f0-9]{64}"),
+    ("shopify_token", ("shpat_", "shpca_", "shppa_", "shpss_"), r"[a-fA-F0-9]{32}"),
+    ("pypi_token", ("pypi-AgEIcHlwaS5vcmc", "pypi-AgENdGVzdC5weXBpLm9yZw"), r"[A-Za-z0-9_-]{50,}"),
+    ("sendgrid_key", ("SG.",), r"[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    ("mailgun_key", ("key-",), r"[0-9a-f]{32}"),
+    ("databricks_token", ("dapi",), r"[a-f0-9]{32}(?:-[0-9])?"),
+    ("doppler_token", ("dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "dp.scim."), r"[A-Za-z0-9]{40,}"),
+    ("vault_token", ("hvs.", "hvb."), r"[A-Za-z0-9_-]{24,}"),
+    ("linear_key", ("lin_api_",), r"[A-Za-z0-9]{40}"),
+    ("postman_key", ("PMAK-",), r"[a-f0-9]{24}-[a-f0-9]{34}"),
+    ("newrelic_key", ("NRAK-", "NRJS-", "NRII-"), r"[A-Za-z0-9]{19,}"),
+    ("age_secret_key", ("AGE-SECRET-KEY-1",), r"[0-9A-Z]{58}"),
+    ("grafana_token", ("glsa_",), r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"),
+    ("grafana_token", ("glc_",), r"[A-Za-z0-9+/]{32,}={0,2}"),
+    ("sentry_token", ("sntrys_", "sntryu_"), r"[A-Za-z0-9+/=_-]{40,}"),
+    ("atlassian_token", ("ATATT3", "ATCTT3"), r"[A-Za-z0-9_=-]{100,}"),
+    ("square_token", ("sq0atp-", "sq0csp-", "EAAA"), r"[0-9A-Za-z_-]{22,}"),
+    ("twilio_key", ("SK",), r"[0-9a-f]{32}"),
+    ("slack_token", ("xapp-",), r"[0-9]-[A-Z0-9]+-[0-9]+-[a-z0-9]+"),
+    ("onepassword_token", ("ops_eyJ",), r"[A-Za-z0-9+/]{100,}={0,3}"),
+    ("pulumi_token", ("pul-",), r"[a-f0-9]{40}"),
+    ("rubygems_token", ("rubygems_",), r"[a-f0-9]{48}"),
+    ("planetscale_token", ("pscale_tkn_", "pscale_pw_", "pscale_oauth_"), r"[A-Za-z0-9_.=-]{32,64}"),
+    ("easypost_key", ("EZAK", "EZTK"), r"[a-zA-Z0-9]{54}"),
+    ("flutterwave_key", ("FLWSECK_TEST-", "FLWSECK-"), r"[a-hA-H0-9]{32}-X"),
+    ("typeform_token", ("tfp_",), r"[A-Za-z0-9_.=-]{59}"),
+    ("prefect_key", ("pnu_",), r"[A-Za-z0-9]{36}"),
+    ("readme_key", ("rdme_",), r"[a-z0-9]{70}"),
+    ("heroku_key", ("HRKU-",), r"[A-Za-z0-9_-]{60}"),
+    ("dynatrace_token", ("dt0c01.",), r"[A-Z0-9]{24}\.[A-Z0-9]{64}"),
+    ("fly_token", ("fm2_", "fo1_"), r"[A-Za-z0-9+/=_-]{40,}"),
+    ("cloudflare_key", ("v1.0-",), r"[a-f0-9]{24}-[a-f0-9]{146}"),
+)
+
+
+# Where such a key can start: a run of key characters (keys are long), at its start or after a "/".
+# One pass of this over the text, then a prefix check at each start, costs far less than one
+# search per format (or one pattern with a branch per format, which re tries at every position).
+_KEY_RUN = re.compile(r"[A-Za-z0-9_.~+/-]{20,}")
+_FORMATS = sorted(
+    (
+        (prefix, re.compile(re.escape(prefix) + body + r"(?![A-Za-z0-9_-])"), kind)
+        for kind, prefixes, body in _PREFIXED
+        for prefix in prefixes
+    ),
+    key=lambda f: len(f[0]),
+    reverse=True,
+)
+_HEADS = tuple(prefix for prefix, _, _ in _FORMATS)
+
+
+def _redact_prefixed(text: str, counts: Counter[str]) -> str:
+    """Replace the fixed-prefix keys of ``_PREFIXED``; returns ``text`` itself when there are none."""
+    if len(text) < 20:
+        return text  # no such key is shorter
+    parts: list[str] = []
+    last = 0
+    for run in _KEY_RUN.finditer(text):
+        start = run.start()
+        offsets = [0] + [i + 1 for i, c in enumerate(run.group()) if c == "/"]
+        for offset in offsets:
+            pos = start + offset
+            if pos < last or not text.startswith(_HEADS, pos):
+                continue
+            if pos and (text[pos - 1].isalnum() or text[pos - 1] in "_-"):
+                continue  # inside a longer word
+            for prefix, pattern, kind in _FORMATS:
+                hit = pattern.match(text, pos) if text.startswith(prefix, pos) else None
+                if hit is not None:
+                    counts[kind] += 1
+                    parts += (text[last:pos], f"[REDACTED:{kind}]")
+                    last = hit.end()
+                    break
+    if not parts:
+        return text
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+_TELEGRAM_BOT = re.compile(r"(?<![0-9])[0-9]{8,10}:AA[0-9A-Za-z_-]{33}(?![A-Za-z0-9_-])")
+_MAILCHIMP = re.compile(r"(?<![0-9a-f])[0-9a-f]{32}-us[0-9]{1,2}(?![A-Za-z0-9])")
+_AZURE_AD_SECRET = re.compile(
+    r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"
+)
+# Webhook URLs whose path is the credential.
+_SLACK_WEBHOOK = re.compile(
+    r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<path>[A-Za-z0-9+/_-]{20,})"
+)
+_DISCORD_WEBHOOK = re.compile(r"discord(?:app)?\.com/api/webhooks/(?P<path>[0-9]+/[A-Za-z0-9_-]{30,})")
+# Azure storage connection strings and SAS signatures.
+_AZURE_ACCOUNT_KEY = re.compile(r"AccountKey=(?P<key>[A-Za-z0-9+/]{40,}={0,2})")
+_AZURE_SAS = re.compile(r"[?&]sig=(?P<sig>[A-Za-z0-9%+/]{30,}(?:%3D|=)*)")
+# Passwords on command lines: `curl -u user:pw`, `--user user:pw`, `mysql -pPW`, `sshpass -p PW`,
+# `--password PW`, and `.netrc` lines (`login NAME password PW`).
+_CLI_USER = re.compile(r"(?<![^\s'\"=])(?:-u|--user)(?:\s+|=)['\"]?(?P<user>[^\s:'\"@]*):(?P<pw>[^\s'\"@]+)")
+_MYSQL = re.compile(
+    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n|;&]*?\s-p(?P<pw>[^\s'\"-][^\s'\"]*)"
+)
+_SSHPASS = re.compile(r"\bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*['\"]?(?P<pw>[^\s'\"]+)")
+_CLI_FLAG = re.compile(
+    r"--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token|access-token)"
+    r"(?:=|\s+)(?P<q>['\"]?)(?P<pw>[^\s'\"]{4,256})"
+)
+_NETRC = re.compile(r"\blogin\s+\S+\s+password\s+(?P<pw>\S+)")
+
 # No rule matches fewer characters than `://:p@h` (a URL password).
 _SHORTEST_MATCH = 7
-_ASSIGNMENT_GUARDS = ("key", "secret", "passw", "passphrase", "token")
+_ASSIGNMENT_GUARDS = ("key", "secret", "passw", "passphrase", "pwd", "token")
 _PLACEHOLDER_VALUES = frozenset(
     "string str none null nil true false undefined required optional redacted "
     "password passwd secret token api_key apikey".split()
@@ -111,8 +228,10 @@ def _group(kind: str, group: str) -> Replacer:
 
 def _kind_of_word(word: str) -> str:
     word = word.lower()  # upper-case in the case-insensitive fallback scan
-    if word.startswith("pass"):
+    if word.startswith("pass") or word == "pwd":
         return "password"
+    if word.endswith("id"):
+        return "private_key_id"
     if word == "token":
         return "token"
     if "secret" in word:
@@ -147,6 +266,27 @@ def _assignment(m: re.Match[str], text: str, counts: Counter[str]) -> str | None
     return f"{text[m.start() : start]}[REDACTED:{kind}]{text[end : m.end()]}"
 
 
+def _cli_password(group: str) -> Replacer:
+    """A password on a command line; a value that is a variable or a placeholder is kept, and so is
+    `-u 1000:1000` (a uid:gid, as `docker run -u` takes)."""
+
+    def replace(m: re.Match[str], text: str, counts: Counter[str]) -> str | None:
+        start, end = m.span(group)
+        value = text[start:end]
+        if not _is_secret_value(value, quoted=False, setting=True):
+            return None
+        if "user" in m.groupdict():
+            user = m.group("user") or ""
+            if value.isdigit() and user.isdigit():
+                return None
+            if len(user) == 1 and value.startswith(("\\", "/")):
+                return None  # a Windows path (`cygpath -u 'C:\\Users'`)
+        counts["password"] += 1
+        return text[m.start() : start] + "[REDACTED:password]" + text[end : m.end()]
+
+    return replace
+
+
 _RULES: tuple[_Rule, ...] = (
     _Rule(("PRIVATE KEY",), _PEM_BLOCK, _whole("private_key")),
     _Rule(("PRIVATE KEY",), _PEM_TRUNCATED, _whole("private_key")),
@@ -157,6 +297,22 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(("github_pat_",), _GITHUB_PAT, _whole("github_token")),
     _Rule(("xox",), _SLACK, _whole("slack_token")),
     _Rule(("eyJ",), _JWT, _whole("jwt")),
+    _Rule((":AA",), _TELEGRAM_BOT, _whole("telegram_bot_token")),
+    _Rule(("-us",), _MAILCHIMP, _whole("mailchimp_key")),
+    _Rule(("Q~",), _AZURE_AD_SECRET, _whole("azure_ad_client_secret")),
+    _Rule(("hooks.slack.com/",), _SLACK_WEBHOOK, _group("slack_webhook", "path")),
+    _Rule(("/api/webhooks/",), _DISCORD_WEBHOOK, _group("discord_webhook", "path")),
+    _Rule(("AccountKey=",), _AZURE_ACCOUNT_KEY, _group("azure_storage_key", "key")),
+    _Rule(("sig=",), _AZURE_SAS, _group("azure_sas", "sig")),
+    _Rule(("-u", "--user"), _CLI_USER, _cli_password("pw")),
+    _Rule(("mysql", "mariadb"), _MYSQL, _cli_password("pw")),
+    _Rule(("sshpass",), _SSHPASS, _cli_password("pw")),
+    _Rule(
+        ("--pass", "--token", "--api", "--secret", "--client-secret", "--auth-token", "--access-token"),
+        _CLI_FLAG,
+        _cli_password("pw"),
+    ),
+    _Rule(("password",), _NETRC, _cli_password("pw")),
     _Rule(("://",), _URL_PASSWORD, _group("url_password", "pw")),
     _lower_rule(("authorization",), _AUTHORIZATION, _group("authorization", "cred")),
     _lower_rule(_ASSIGNMENT_GUARDS, _ASSIGNMENT, _assignment),
@@ -187,6 +343,9 @@ def redact(text: str) -> tuple[str, Counter[str]]:
     if len(text) < _SHORTEST_MATCH:
         return text, counts
     lowered: str | None = None
+    new = _redact_prefixed(text, counts)
+    if new is not text:
+        text = new
     for needles, pattern, replace, fallback in _RULES:
         # Plain loops, not any(): this runs for every string of a transcript.
         if fallback is None:

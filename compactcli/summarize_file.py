@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 import orjson
 
+from compactcli import redact as redaction
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.errors import BadInput, Unavailable
 from compactcli.jsonio import dumps_like, plain
@@ -183,6 +185,11 @@ class SummaryEdit:
             self.stats["api_calls"] = calls
 
     def set_summary(self, text: str, backend: str, redactions: dict[str, int]) -> None:
+        if getattr(self.summarizer, "redact", True):
+            # Whatever wrote it (a model, a Message Batch result), a summary holds no secret that
+            # redaction knows (DESIGN.md 4); redacting twice changes nothing more.
+            text, found = redaction.redact(text)
+            redactions = dict(Counter(redactions) + found)
         self.summary = text
         self.stats["backend"] = backend
         self.stats["redacted"] = sum(redactions.values())

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from compactcli import redact as redaction
 from compactcli.layers.summarize import (
     BACKENDS,
     DEFAULT_MAX_INPUT_TOKENS,
@@ -165,6 +166,13 @@ class ModelSummarizer:
         if self._client is None:
             self._client = api.make_client(timeout=self.timeout, max_retries=self.max_retries)
         self.calls += 1
-        return api.complete(
+        reply = api.complete(
             self._client, model=self.model, system=SYSTEM_PROMPT, user=user, max_tokens=self.summary_tokens
         )
+        if not self.redact:
+            return reply
+        # A model may repeat a secret it was shown elsewhere, or make one up: the reply is written
+        # into the transcript, so it is redacted like what was sent.
+        reply, found = redaction.redact(reply)
+        self.redactions.update(found)
+        return reply

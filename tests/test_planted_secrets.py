@@ -1,0 +1,225 @@
+"""Planted secrets: over 60 of more than 25 kinds, in a transcript summarized through the real CLI.
+
+None may reach the API (what the fake server on 127.0.0.1 received), and none may be written into
+the transcript's summary, also when the model's reply repeats them. The digest backend (no model)
+writes none either. The secrets are made up here from a seeded generator and assembled from parts,
+so that no scanner takes this file for a leak.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from pathlib import Path
+
+import pytest
+from fakeapi import FakeAnthropic
+from helpers.cli import run_cli
+
+_RNG = random.Random(9)
+LOWER, UPPER, DIGITS = string.ascii_lowercase, string.ascii_uppercase, string.digits
+HEX = "0123456789abcdef"
+ALNUM = LOWER + UPPER + DIGITS
+
+
+def r(n: int, alphabet: str = ALNUM) -> str:
+    return "".join(_RNG.choice(alphabet) for _ in range(n))
+
+
+def pw() -> str:
+    return "Pw" + r(6) + "9x" + r(4)  # letters and digits: what a password looks like
+
+
+def _planted() -> list[tuple[str, str, str]]:
+    """(kind, the text that holds it, the secret itself)."""
+    items: list[tuple[str, str, str]] = []
+
+    def add(kind: str, secret: str, text: str = "{s}") -> None:
+        items.append((kind, text.format(s=secret), secret))
+
+    add("anthropic_key", "sk-" + "ant-api03-" + r(80, ALNUM + "_-"), "export ANTHROPIC_API_KEY={s}")
+    add("anthropic_key", "sk-" + "ant-admin01-" + r(60), "key: {s}")
+    add("openai_key", "sk-" + "proj-" + r(60), "OPENAI_API_KEY={s}")
+    add("openai_key", "sk-" + r(20) + "4" + r(27), "client = OpenAI(api_key='{s}')")
+    add("aws_access_key_id", "AK" + "IA" + r(16, UPPER + DIGITS), "aws_access_key_id = {s}")
+    add("aws_access_key_id", "AS" + "IA" + r(16, UPPER + DIGITS), "{s} (session)")
+    add("github_token", "gh" + "p_" + r(36), "git clone https://x:{s}@github.com/o/r")
+    add("github_token", "gh" + "s_" + r(36), "GH_TOKEN={s}")
+    add("github_token", "github" + "_pat_" + r(22) + "_" + r(59), "{s}")
+    add("slack_token", "xo" + "xb-" + r(12, DIGITS) + "-" + r(13, DIGITS) + "-" + r(24), "{s}")
+    add(
+        "slack_token", "xa" + "pp-1-A" + r(10, UPPER + DIGITS) + "-" + r(13, DIGITS) + "-" + r(64, HEX), "{s}"
+    )
+    webhook = "T" + r(8, UPPER + DIGITS) + "/B" + r(10, UPPER + DIGITS) + "/" + r(24)
+    add("slack_webhook", webhook, "curl -X POST https://hooks.slack" + ".com/services/{s} -d @msg.json")
+    add("stripe_key", "sk_" + "live_" + r(24), "Stripe.api_key = '{s}'")
+    add("stripe_key", "rk_" + "live_" + r(24), "{s}")
+    add("stripe_key", "sk_" + "test_" + r(24), "STRIPE={s}")
+    add("stripe_key", "wh" + "sec_" + r(32), "endpoint secret {s}")
+    add("npm_token", "np" + "m_" + r(36), "//registry.npmjs.org/:_authToken={s}")
+    add("npm_token", "np" + "m_" + r(36), "npm token: {s}")
+    add("google_api_key", "AI" + "za" + r(35, ALNUM + "_-"), "https://maps.googleapis.com/api?key={s}")
+    add("google_api_key", "AI" + "za" + r(35, ALNUM + "_-"), "{s}")
+    add("google_oauth", "ya" + "29." + r(60, ALNUM + "_-"), "access token {s}")
+    add("google_oauth", "GOC" + "SPX-" + r(28, ALNUM + "_-"), '"client_secret_x": "{s}"')
+    add("huggingface_token", "h" + "f_" + r(34, LOWER + UPPER), "huggingface-cli login --token {s}")
+    add("huggingface_token", "h" + "f_" + r(34, LOWER + UPPER), "HF {s}")
+    add("gitlab_token", "gl" + "pat-" + r(20, ALNUM + "_-"), "PRIVATE-TOKEN: {s}")
+    add("gitlab_token", "GR13" + "48941" + r(20, ALNUM + "_-"), "runner {s}")
+    add("jwt", "ey" + "J" + r(30) + ".ey" + "J" + r(40) + "." + r(43, ALNUM + "_-"), "cookie session={s}")
+    body = "\n".join(r(64, ALNUM + "+/") for _ in range(6))
+    add(
+        "private_key",
+        "-----BEGIN " + "EC PRIVATE KEY-----\n" + body + "\n-----END EC PRIVATE KEY-----",
+        "{s}",
+    )
+    add("url_password", pw(), "DATABASE_URL=postgres://app:{s}@db.internal:5432/prod")
+    add("url_password", pw(), "redis://:{s}@cache:6379/0")
+    add("authorization", r(40, ALNUM), 'curl -H "Authorization: Bearer {s}" https://api.x.dev')
+    add("password", pw(), "curl -u deploy:{s} https://ci.example.org/api")
+    add("password", pw(), "curl --user admin:{s} -X POST https://x.dev")
+    add("password", pw(), "mysql -h db -u root -p{s} prod < dump.sql")
+    add("password", pw(), "mysqldump -uroot -p{s} shop > shop.sql")
+    add("password", pw(), "sshpass -p {s} ssh deploy@10.0.0.5")
+    add("password", pw(), "sshpass -p'{s}' scp a b")
+    add("password", pw(), "docker login --password {s} registry.example.org")
+    add("password", pw(), "machine api.example.org login bot password {s}")
+    add("password", pw(), "DB_PASSWORD={s}")
+    add("password", pw(), 'PGPASSWORD="{s}" psql -h db')
+    add("secret", r(128, HEX), "SECRET_KEY_BASE={s}")
+    add("secret", r(40, ALNUM), "client_secret: '{s}'")
+    add("private_key_id", r(40, HEX), '{{"type": "service_account", "private_key_id": "{s}"}}')
+    add("token", r(32, ALNUM), "export GITHUB_TOKEN={s}")
+    add("api_key", r(32, HEX), "x-api-key: {s}")
+    add(
+        "azure_storage_key",
+        r(86, ALNUM + "+/") + "==",
+        "DefaultEndpointsProtocol=https;AccountName=x;AccountKey={s};",
+    )
+    add("azure_sas", r(43, ALNUM) + "%3D", "https://x.blob.core.windows.net/c/f?sv=2022&sig={s}")
+    add("azure_ad_client_secret", r(3, ALNUM) + "8Q~" + r(34, ALNUM), "AZURE_CLIENT_SECRET_VALUE {s}")
+    add("digitalocean_token", "do" + "p_v1_" + r(64, HEX), "doctl auth init -t {s}")
+    add("shopify_token", "shp" + "at_" + r(32, HEX), "X-Shopify-Access-Token: {s}")
+    add("pypi_token", "pypi-" + "AgEIcHlwaS5vcmc" + r(70, ALNUM + "_-"), "twine upload -p {s}")
+    add("sendgrid_key", "SG" + "." + r(22, ALNUM + "_-") + "." + r(43, ALNUM + "_-"), "{s}")
+    add("mailgun_key", "ke" + "y-" + r(32, HEX), "api:{s}")
+    add("databricks_token", "da" + "pi" + r(32, HEX), "DATABRICKS={s}")
+    add("doppler_token", "dp" + ".pt." + r(43, ALNUM), "{s}")
+    add("vault_token", "hv" + "s." + r(90, ALNUM + "_-"), "VAULT_TOKEN_VALUE {s}")
+    add("linear_key", "lin" + "_api_" + r(40, ALNUM), "{s}")
+    add("postman_key", "PM" + "AK-" + r(24, HEX) + "-" + r(34, HEX), "{s}")
+    add("newrelic_key", "NR" + "AK-" + r(27, UPPER + DIGITS), "{s}")
+    add("age_secret_key", "AGE-SECRET-" + "KEY-1" + r(58, UPPER + DIGITS), "{s}")
+    add("grafana_token", "gl" + "sa_" + r(32, ALNUM) + "_" + r(8, HEX), "{s}")
+    add("sentry_token", "sn" + "trys_" + r(60, ALNUM), "SENTRY_AUTH {s}")
+    add("square_token", "sq0" + "atp-" + r(22, ALNUM + "_-"), "{s}")
+    add("twilio_key", "S" + "K" + r(32, HEX), "twilio api key {s}")
+    add(
+        "telegram_bot_token",
+        r(9, DIGITS) + ":AA" + r(33, ALNUM + "_-"),
+        "https://api.telegram.org/bot{s}/getMe",
+    )
+    add("mailchimp_key", r(32, HEX) + "-us" + r(2, DIGITS), "{s}")
+    hook = r(18, DIGITS) + "/" + r(68, ALNUM + "_-")
+    add("discord_webhook", hook, "https://discord" + ".com/api/webhooks/{s}")
+    add("pulumi_token", "pu" + "l-" + r(40, HEX), "{s}")
+    add("rubygems_token", "ruby" + "gems_" + r(48, HEX), "{s}")
+    add("planetscale_token", "pscale" + "_tkn_" + r(43, ALNUM), "{s}")
+    add("prefect_key", "pn" + "u_" + r(36, ALNUM), "{s}")
+    return items
+
+
+PLANTED = _planted()
+
+
+def test_the_fixture_is_large_enough() -> None:
+    assert len(PLANTED) >= 60
+    assert len({kind for kind, _, _ in PLANTED}) >= 25
+    assert len({secret for _, _, secret in PLANTED}) == len(PLANTED)
+
+
+def transcript(path: Path) -> None:
+    """Each planted text once as something the user said and once as a tool's output."""
+    records: list[dict] = [
+        {"role": "user", "content": "Set up the deploy. Notes:\n" + "\n".join(t for _, t, _ in PLANTED)}
+    ]
+    for n, (_, text, _) in enumerate(PLANTED):
+        call = {"type": "tool_use", "id": f"t{n}", "name": "bash", "input": {"command": text}}
+        records.append({"role": "assistant", "content": [call]})
+        result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"$ {text}\nok"}
+        records.append({"role": "user", "content": [result]})
+    records.append({"role": "assistant", "content": "Deployed."})
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+
+
+def leaked(text: str) -> list[str]:
+    return [f"{kind}: {secret[:12]}…" for kind, _, secret in PLANTED if secret in text]
+
+
+def summary_of(path: Path) -> str:
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    carrier = records[0]
+    assert carrier["role"] == "user" and carrier["content"].startswith("[Conversation compressed.")
+    return json.dumps(records)
+
+
+def test_no_planted_secret_reaches_the_api_or_the_written_summary(
+    tmp_path: Path, fake_api: FakeAnthropic
+) -> None:
+    # The model repeats every secret in its reply, as a careless or hostile model might.
+    fake_api.reply_text = lambda body: "Summary. Used " + " and ".join(t for _, t, _ in PLANTED)
+    path = tmp_path / "deploy.jsonl"
+    transcript(path)
+
+    run = run_cli("summarize", "--backend", "anthropic", path, text=True, env=fake_api.env())
+
+    assert run.returncode == 0, run.stderr
+    sent = json.dumps([call.body for call in fake_api.calls("messages")])
+    assert sent and leaked(sent) == []
+    assert leaked(summary_of(path)) == []
+    assert "[REDACTED:" in path.read_text()
+
+
+def test_no_planted_secret_is_written_by_the_digest(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.jsonl"
+    transcript(path)
+    run = run_cli("summarize", "--backend", "digest", path, text=True)
+    assert run.returncode == 0, run.stderr
+    assert leaked(summary_of(path)) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "secret"), PLANTED, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(PLANTED)]
+)
+def test_each_planted_secret_is_redacted_as_its_kind(kind: str, text: str, secret: str) -> None:
+    from compactcli.redact import redact
+
+    out, counts = redact(text)
+    assert secret not in out
+    assert counts[kind] >= 1, (out, counts)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cygpath -u 'C:\\Users\\me\\project'",  # a drive letter, not user:password
+        "docker run -u 1000:1000 node:20",  # uid:gid
+        "git push -u origin HEAD:main",
+        "echo $TOKEN | docker login --password-stdin registry.example.org",
+        "mysql -h db -u root -p prod",  # -p alone: mysql asks for it
+        "curl -u $USER:$API_TOKEN https://x.dev",  # variables, not values
+        'sshpass -p "$SSHPASS" ssh host',
+        "key-value-store-implementation-notes",
+        "SKIP_SLOW_INTEGRATION_TESTS_IN_CI_BUILDS",
+        "hf_hub_download(repo_id='org/model', filename='config.json')",
+        "npm_config_registry=https://registry.npmjs.org/",
+        "see https://hooks.slack.com/ for how webhooks work",
+        "AIzaSy (a Google key starts like this)",
+        "GR1348941 is the runner token prefix",
+    ],
+)
+def test_lookalikes_are_left_alone(text: str) -> None:
+    from compactcli.redact import redact
+
+    assert redact(text)[0] == text
