@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
+import signal
 import sys
 
 import click
@@ -136,6 +137,9 @@ def closed_pipe() -> None:
 
 
 def main() -> None:
+    # SIGTERM unwinds like Ctrl-C: temp files, spools and archives of unfinished work are removed
+    # by the code that made them, instead of being left behind by an abrupt exit.
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         cli(prog_name="compactcli")
     except SystemExit as done:
@@ -144,3 +148,7 @@ def main() -> None:
         except BrokenPipeError:
             closed_pipe()
         raise done from None
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)

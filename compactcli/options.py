@@ -177,7 +177,10 @@ def input_options(*, formats: tuple[str, ...] = ("text", "json")) -> Callable:
     """Paths, discovery, dialect, bad-input handling and how to report (`--format`: `formats`, the
     first one the default)."""
     options = [
-        click.argument("paths", nargs=-1, required=True, type=InputPath(allow_dash=True, exists=True)),
+        # readable=False: an unreadable file is that file's I/O error (exit 74), named or found in a folder.
+        click.argument(
+            "paths", nargs=-1, required=True, type=InputPath(allow_dash=True, exists=True, readable=False)
+        ),
         click.option(
             "--glob", "glob", default="*.jsonl", show_default=True, help="Files to pick in folders."
         ),

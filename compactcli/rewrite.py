@@ -26,7 +26,7 @@ from typing import BinaryIO, Protocol
 
 from compactcli import errors, remote, storage
 from compactcli.report import BUSY, CHANGED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome
-from compactcli.transcript import READ_BUFFER, STDIN, open_input
+from compactcli.transcript import READ_BUFFER, STDIN, copy_to_spool, open_input
 
 STDOUT = "-"
 
@@ -267,9 +267,7 @@ def _process_stdin(settings: FileSettings, analyze: Analyze) -> Outcome:
 def _process_spooled(name: str, stream: BinaryIO, settings: FileSettings, analyze: Analyze) -> Outcome:
     # Spooled to a temp file: the commands read their input twice and must not hold it in memory.
     with tempfile.NamedTemporaryFile(prefix="compactcli-stdin-") as spool:
-        shutil.copyfileobj(stream, spool)
-        spool.flush()
-        spool.seek(0)
+        copy_to_spool(stream, spool, name)
         return _to_output(name, spool, settings, analyze, Path(spool.name))
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
+import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -99,6 +100,31 @@ def diff_line(raw: bytes) -> str:
     return text if text.endswith("\n") else text + "\n\\ No newline at end of file\n"
 
 
+# No transcript line is this long; a stream without line breaks (/dev/zero) is refused at this size
+# instead of filling the disk.
+MAX_LINE_BYTES = 256 << 20
+
+
+def copy_to_spool(stream: BinaryIO, spool: BinaryIO, name: str) -> None:
+    """Copy a stream that cannot seek (stdin, a FIFO, a device) to ``spool`` and rewind it.
+
+    Raises BadInput (exit 65) once a line passes MAX_LINE_BYTES: the spool stays bounded.
+    """
+    line, since_newline = 1, 0
+    while chunk := stream.read(READ_BUFFER):
+        breaks = chunk.count(b"\n")
+        since_newline = len(chunk) - chunk.rfind(b"\n") - 1 if breaks else since_newline + len(chunk)
+        line += breaks
+        if since_newline > MAX_LINE_BYTES:
+            raise BadInput(
+                f"{name}:{line}: a line longer than {MAX_LINE_BYTES >> 20} MiB without a line break; "
+                "not a transcript"
+            )
+        spool.write(chunk)
+    spool.flush()
+    spool.seek(0)
+
+
 @contextmanager
 def open_input(item: str) -> Iterator[tuple[BinaryIO, str]]:
     """A transcript opened for reading, with the name messages use for it.
@@ -108,8 +134,7 @@ def open_input(item: str) -> Iterator[tuple[BinaryIO, str]]:
     """
     if item == STDIN:
         with tempfile.TemporaryFile() as spool:
-            shutil.copyfileobj(sys.stdin.buffer, spool)
-            spool.seek(0)
+            copy_to_spool(sys.stdin.buffer, spool, STDIN_NAME)
             yield spool, STDIN_NAME
         return
     if "://" in item:
@@ -120,11 +145,11 @@ def open_input(item: str) -> Iterator[tuple[BinaryIO, str]]:
                 yield spool, item
             return
     with open(item, "rb", buffering=READ_BUFFER) as source:
-        if source.seekable():
+        if stat.S_ISREG(os.fstat(source.fileno()).st_mode):
             yield source, item
             return
-        # A named pipe (`<(command)`, a FIFO) cannot seek either: spooled like stdin.
+        # A named pipe (`<(command)`, a FIFO) cannot seek either, and a device (/dev/zero) may
+        # never end a line: spooled like stdin, with the same bound.
         with tempfile.TemporaryFile() as spool:
-            shutil.copyfileobj(source, spool)
-            spool.seek(0)
+            copy_to_spool(source, spool, item)
             yield spool, item

@@ -149,7 +149,7 @@ INT_LIST = IntList()
 
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
-@click.argument("path", type=InputPath(allow_dash=True, exists=True, dir_okay=False))
+@click.argument("path", type=InputPath(allow_dash=True, exists=True, dir_okay=False, readable=False))
 @dialect_option("Transcript dialect (default: detected).")
 @click.option(
     "--on-invalid",

@@ -1,0 +1,113 @@
+"""Inputs that never end, a run stopped by SIGTERM, and files the user cannot read (DESIGN.md 4)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+DATA_ERR, IO_ERR = 65, 74
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "anthropic" / "session.jsonl"
+NOBODY = 65534
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the CLI as another uid")
+
+AS_USER = r"""
+import os, pkgutil, sys, importlib
+import compactcli
+for module in pkgutil.walk_packages(compactcli.__path__, "compactcli."):
+    if module.name not in ("compactcli.__main__", "compactcli.chart"):
+        importlib.import_module(module.name)
+uid = int(sys.argv[1])
+os.setgroups([])
+os.setgid(uid)
+os.setuid(uid)
+sys.argv = ["compactcli", *sys.argv[2:]]
+from compactcli.cli import main
+main()
+"""
+
+
+def cli(*args: object, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "compactcli", *map(str, args)], capture_output=True, text=True, env=env, **kw
+    )
+
+
+def private_tmp(tmp_path: Path) -> dict:
+    spools = tmp_path / "spools"
+    spools.mkdir()
+    return dict(os.environ, TMPDIR=str(spools))
+
+
+def test_a_stream_without_line_breaks_is_refused_and_its_spool_bounded(tmp_path: Path) -> None:
+    env = private_tmp(tmp_path)
+    started = time.monotonic()
+    run = cli("micro", "/dev/zero", "-o", tmp_path / "out.jsonl", env=env, timeout=120)
+    assert run.returncode == DATA_ERR, run.stderr
+    assert "/dev/zero:1: a line longer than 256 MiB without a line break" in run.stderr
+    assert time.monotonic() - started < 60
+    assert os.listdir(tmp_path / "spools") == []
+    assert not (tmp_path / "out.jsonl").exists()
+    estimate = cli("estimate", "/dev/zero", env=env, timeout=120)
+    assert estimate.returncode == DATA_ERR, estimate.stderr
+    assert os.listdir(tmp_path / "spools") == []
+
+
+def test_sigterm_while_spooling_stdin_leaves_no_spool(tmp_path: Path) -> None:
+    env = private_tmp(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "compactcli", "micro", "-", "-o", str(tmp_path / "out.jsonl")],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(SAMPLE.read_bytes())  # and the pipe stays open: the spool waits for more
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while not os.listdir(tmp_path / "spools") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert os.listdir(tmp_path / "spools"), "no spool appeared"
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    proc.stdin.close()
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert os.listdir(tmp_path / "spools") == []
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="compactcli-shared-"))
+    os.chmod(folder, 0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@needs_root
+@pytest.mark.parametrize("command", ["micro", "estimate", "validate"])
+def test_an_unreadable_file_is_the_same_io_error_named_or_found_in_a_folder(
+    open_dir: Path, command: str
+) -> None:
+    folder = open_dir / "t"
+    folder.mkdir()
+    secret = folder / "secret.jsonl"
+    shutil.copyfile(SAMPLE, secret)
+    os.chmod(secret, 0o600)  # root's; nobody cannot read it
+    named = subprocess.run([sys.executable, "-c", AS_USER, str(NOBODY), command, str(secret)],
+                           capture_output=True, text=True, cwd=open_dir)  # fmt: skip
+    found = subprocess.run([sys.executable, "-c", AS_USER, str(NOBODY), command, str(folder)],
+                           capture_output=True, text=True, cwd=open_dir)  # fmt: skip
+    assert named.returncode == found.returncode == IO_ERR, (named.stderr, found.stderr)
+    for run in (named, found):
+        assert f"{secret}: Permission denied" in run.stderr
