@@ -20,30 +20,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.other_user import NOBODY, cli_as, needs_root
 
 OK, CHECK_FAILED, IO_ERR, BUSY = 0, 1, 74, 75
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "anthropic" / "session.jsonl"
-NOBODY = 65534
-AS_ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not AS_ROOT, reason="needs root: files of another uid, mknod, setuid")
-
-# Runs the CLI in this interpreter after dropping to another uid. Everything is imported first:
-# the interpreter may live where the other uid cannot read (e.g. under /root).
-AS_USER = r"""
-import os, pkgutil, sys, importlib
-import compactcli
-for module in pkgutil.walk_packages(compactcli.__path__, "compactcli."):
-    if module.name not in ("compactcli.__main__", "compactcli.chart"):
-        importlib.import_module(module.name)
-import click.testing, json, hashlib, fcntl, tempfile, shutil, difflib, csv
-uid = int(sys.argv[1])
-os.setgroups([])
-os.setgid(uid)
-os.setuid(uid)
-sys.argv = ["compactcli", *sys.argv[2:]]
-from compactcli.cli import main
-main()
-"""
 
 
 def cli(
@@ -60,15 +40,6 @@ def cli(
         cwd=cwd,
         preexec_fn=pre if umask is not None else None,
         **kw,
-    )
-
-
-def cli_as(uid: int, *args: object, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", AS_USER, str(uid), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
     )
 
 

@@ -13,26 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.other_user import NOBODY, cli_as, needs_root
 
 DATA_ERR, IO_ERR = 65, 74
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "anthropic" / "session.jsonl"
-NOBODY = 65534
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the CLI as another uid")
-
-AS_USER = r"""
-import os, pkgutil, sys, importlib
-import compactcli
-for module in pkgutil.walk_packages(compactcli.__path__, "compactcli."):
-    if module.name not in ("compactcli.__main__", "compactcli.chart"):
-        importlib.import_module(module.name)
-uid = int(sys.argv[1])
-os.setgroups([])
-os.setgid(uid)
-os.setuid(uid)
-sys.argv = ["compactcli", *sys.argv[2:]]
-from compactcli.cli import main
-main()
-"""
 
 
 def cli(*args: object, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
@@ -104,10 +88,8 @@ def test_an_unreadable_file_is_the_same_io_error_named_or_found_in_a_folder(
     secret = folder / "secret.jsonl"
     shutil.copyfile(SAMPLE, secret)
     os.chmod(secret, 0o600)  # root's; nobody cannot read it
-    named = subprocess.run([sys.executable, "-c", AS_USER, str(NOBODY), command, str(secret)],
-                           capture_output=True, text=True, cwd=open_dir)  # fmt: skip
-    found = subprocess.run([sys.executable, "-c", AS_USER, str(NOBODY), command, str(folder)],
-                           capture_output=True, text=True, cwd=open_dir)  # fmt: skip
+    named = cli_as(NOBODY, command, secret, cwd=open_dir)
+    found = cli_as(NOBODY, command, folder, cwd=open_dir)
     assert named.returncode == found.returncode == IO_ERR, (named.stderr, found.stderr)
     for run in (named, found):
         assert f"{secret}: Permission denied" in run.stderr
