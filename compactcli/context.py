@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from compactcli import tokens as tok
+from compactcli.cache import cache_dir
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.layers.estimate import HeavyResult, TopResults, UsageTracker
 from compactcli.layers.micro import MicroIndex, MicroOptions, cleared
@@ -37,13 +38,6 @@ METHODS = ("seed", "heuristic", "api", "usage")
 DEFAULT_METHOD = "heuristic"
 CACHE_FILE = "count_tokens.json"
 CACHE_MAX_ENTRIES = 20_000
-
-
-def cache_dir() -> Path:
-    """$XDG_CACHE_HOME/compactcli, else ~/.cache/compactcli."""
-    base = os.environ.get("XDG_CACHE_HOME") or ""
-    root = Path(base) if base.strip() else Path.home() / ".cache"
-    return root / "compactcli"
 
 
 class TokenCache:

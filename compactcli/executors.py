@@ -47,10 +47,27 @@ class LocalExecutor:
             return
         from concurrent.futures import ProcessPoolExecutor  # costs 20 ms of start-up; only here
 
-        with ProcessPoolExecutor(max_workers=self.jobs) as pool:
-            for outcome in pool.map(work, items):
+        # Many small files cost mostly the round trip to a worker process: they go in chunks, still
+        # small enough that the workers finish close together. The work goes to each process once.
+        chunk = max(1, min(LOCAL_CHUNK_MAX, len(items) // (self.jobs * CHUNKS_PER_WORKER * 2)))
+        with ProcessPoolExecutor(max_workers=self.jobs, initializer=_set_work, initargs=(work,)) as pool:
+            for outcome in pool.map(_run_work, items, chunksize=chunk):
                 yield outcome
                 done(1)
+
+
+LOCAL_CHUNK_MAX = 64
+_work: Work | None = None  # the work of this --jobs worker process
+
+
+def _set_work(work: Work) -> None:
+    global _work
+    _work = work
+
+
+def _run_work(item: str) -> Outcome:
+    assert _work is not None
+    return _work(item)
 
 
 def dask_available() -> bool:

@@ -1,9 +1,9 @@
 """Option groups shared by the commands, so that every command spells an option the same way.
 
 Each group is a factory returning a click decorator: `input_options()`, `write_options()`,
-`micro_options()`, `summarizer_options()`. A command module imports these, never another command
-module. A group imports what its defaults need only when it is used, so that a command does not load
-another's layers (and nothing of the anthropic SDK) just to build its --help.
+`micro_options()`, `summarizer_options()`, `cache_option()`. A command module imports these, never
+another command module. A group imports what its defaults need only when it is used, so that a command
+does not load another's layers (and nothing of the anthropic SDK) just to build its --help.
 """
 
 from __future__ import annotations
@@ -252,6 +252,19 @@ def write_options() -> Callable:
         ),
     ]
     return lambda func: _decorated(_gathered(func, "writes", Writes), options)
+
+
+CACHE_HELP = (
+    "Read every file. Without it, a file that is exactly as it was when this command last processed it "
+    "with the same options and version (same size, mtime, inode, ctime) is answered from the cache in "
+    "$XDG_CACHE_HOME/compactcli (else ~/.cache/compactcli) without being read; nothing is written beside "
+    "transcripts."
+)
+
+
+def cache_option(extra_help: str = "") -> Callable:
+    """`--no-cache`, passed as `no_cache`: the cache of unchanged files (cache.py)."""
+    return click.option("--no-cache", is_flag=True, help=CACHE_HELP + extra_help)
 
 
 MICRO_OPTION_NAMES = (

@@ -51,9 +51,11 @@ class Outcome:
     exit_code: int = errors.OK
     message: str = ""
     stats: dict = field(default_factory=dict)
+    # What the file looked like when it was read, when the outcome may be remembered (see cache.py).
+    stamp: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v not in ("", {})}
+        return {k: v for k, v in asdict(self).items() if v not in ("", {}) and k != "stamp"}
 
 
 def exit_code(outcomes: Iterable[Outcome]) -> int:

@@ -21,6 +21,7 @@ from compactcli.report import BUSY, FAILED, Outcome
 from compactcli.transcript import STDIN
 
 if TYPE_CHECKING:
+    from compactcli.cache import RunCache
     from compactcli.options import Inputs, Writes
 
 
@@ -139,9 +140,13 @@ def run(
     scheduler: str | None = None,
     progress: bool | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
+    cache: RunCache | None = None,
 ) -> list[Outcome]:
     """Process every item, here (--jobs) or on a Dask cluster (--scheduler): the same outcomes in the same
-    order either way. A documented error fails its item only (run_one)."""
+    order either way. A documented error fails its item only (run_one).
+
+    With a `cache`, files it remembers unchanged are answered without being read (cache.py), and the
+    outcomes of the others are remembered for the next run."""
     if progress is None:
         progress = sys.stderr.isatty() and len(items) > 1
     bar = None
@@ -159,16 +164,34 @@ def run(
         if bar is not None:
             bar.update(count)
 
+    def record(outcome: Outcome) -> None:
+        outcomes.append(outcome)
+        if cache is not None:
+            cache.remember(outcome)
+        if on_outcome:
+            with printing():
+                on_outcome(outcome)
+
+    known: dict[int, Outcome] = {}
+    if cache is not None and cache.enabled:
+        from compactcli.cache import Observed
+
+        known = cache.known(items)
+        worker = Observed(worker, cache.remembers)
+    todo = [item for index, item in enumerate(items) if index not in known]
     try:
+        if known:
+            done(len(known))
         with _executor(jobs, scheduler) as executor:
-            for outcome in executor.map(partial(run_one, worker), items, done):
-                outcomes.append(outcome)
-                if on_outcome:
-                    with printing():
-                        on_outcome(outcome)
+            fresh = executor.map(partial(run_one, worker), todo, done) if todo else iter(())
+            for index in range(len(items)):
+                record(known[index] if index in known else next(fresh))
+            next(fresh, None)  # let the executor finish (a pool shuts down there)
     finally:
         if bar is not None:
             bar.close()
+        if cache is not None:
+            cache.save()
     return outcomes
 
 

@@ -31,6 +31,12 @@ def _no_real_api(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
     monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path_factory.mktemp("anthropic-config")))
 
 
+@pytest.fixture(autouse=True)
+def _private_cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Each test remembers files in its own cache, never the developer's ~/.cache/compactcli."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache-home")))
+
+
 @pytest.fixture
 def fake_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
     """A fake Messages API on 127.0.0.1; this process's environment points the SDK at it.

@@ -8,11 +8,12 @@ from functools import partial
 import click
 
 from compactcli import runner
+from compactcli.cache import RunCache
 from compactcli.context import DEFAULT_METHOD, METHODS
 from compactcli.errors import EXIT_CODES_HELP, OK
-from compactcli.estimate_file import OUTPUT_FORMATS, estimate_file
+from compactcli.estimate_file import NO_USAGE, OUTPUT_FORMATS, OVER, UNDER, estimate_file
 from compactcli.estimate_report import EstimateFigures, calibration_files, print_calibration
-from compactcli.options import Inputs, input_options
+from compactcli.options import Inputs, cache_option, input_options
 from compactcli.report import Outcome, Report
 
 # --- the command ---------------------------------------------------------------------------------
@@ -82,7 +83,7 @@ Examples:
 @click.option("--max-tokens", type=click.IntRange(0), default=None, help="Exit 1 if a file is over N tokens.")
 @click.option("--top", type=click.IntRange(0), default=0, help="List the N heaviest tool results per file.")
 @click.option("--model", default=None, help="Model for --method api (default: $COMPACTCLI_MODEL, $MODEL_ID).")
-@click.option("--no-cache", is_flag=True, help="--method api: neither read nor write the count cache.")
+@cache_option(" --method api: the count_tokens answers are neither read nor remembered either.")
 @click.option("--calibrate", is_flag=True, help="Measure each method against recorded usage in PATHS.")
 def estimate(
     inputs: Inputs,
@@ -123,7 +124,16 @@ def estimate(
         model=model,
         use_cache=not no_cache,
     )
-    runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done)
+    # An api count depends on the model and the service, not only on the file: it is not remembered.
+    cache = RunCache.open(
+        "estimate",
+        {name: value for name, value in worker.keywords.items() if name != "use_cache"},  # type: ignore[attr-defined]
+        {UNDER, OVER, NO_USAGE},
+        enabled=not no_cache and method != "api",
+    )
+    runner.run(
+        items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done, cache=cache
+    )
     raise SystemExit(report.finish())
 
 

@@ -7,9 +7,18 @@ from functools import partial
 import click
 
 from compactcli import micro_file, runner
+from compactcli.cache import RunCache
 from compactcli.errors import EXIT_CODES_HELP
-from compactcli.options import Inputs, Writes, input_options, micro_options, micro_settings, write_options
-from compactcli.report import CHANGED, WOULD_CHANGE, Figures, Outcome, Report
+from compactcli.options import (
+    Inputs,
+    Writes,
+    cache_option,
+    input_options,
+    micro_options,
+    micro_settings,
+    write_options,
+)
+from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
 
 
 class MicroFigures(Figures):
@@ -31,7 +40,8 @@ class MicroFigures(Figures):
 @input_options(formats=("text", "json", "github"))
 @write_options()
 @micro_options()
-def micro(inputs: Inputs, writes: Writes, **layer):
+@cache_option(" Applies in place and to --check/--diff/--dry-run, not to -o.")
+def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
     """Replace the content of old tool results with a short placeholder (Layer 1).
 
     PATHS are files, folders (searched for --glob) or '-' for stdin. Files are rewritten in place, the
@@ -81,6 +91,17 @@ def micro(inputs: Inputs, writes: Writes, **layer):
         preview=writes.preview,
         stdout_has_data=runner.stdout_carries_data(items, writes.output),
     )
-    runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done)
+    # Only "unchanged" is remembered: a file micro changes is read once more, and remembered then.
+    # Results that go elsewhere (-o, --output-dir) must be written: no cache there.
+    cache = RunCache.open(
+        "micro",
+        {**manifest_options, "dialect": inputs.dialect, "on_invalid": inputs.on_invalid},
+        {UNCHANGED},
+        enabled=not no_cache and writes.output is None and writes.output_dir is None,
+        min_age=writes.min_age,
+    )
+    runner.run(
+        items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done, cache=cache
+    )
     runner.write_manifest(report.outcomes, writes, settings)
     raise SystemExit(report.finish())

@@ -10,9 +10,10 @@ from typing import BinaryIO
 import click
 
 from compactcli import runner
+from compactcli.cache import RunCache
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP
 from compactcli.layers.validate import RULES, Validator
-from compactcli.options import Inputs, input_options
+from compactcli.options import Inputs, cache_option, input_options
 from compactcli.report import BUSY, FAILED, TEXT, Figures, Outcome, Report, annotation
 from compactcli.transcript import dialect_for, open_input, read_lines
 
@@ -123,7 +124,8 @@ Examples:
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
 @input_options(formats=("text", "json", "github"))
-def validate(inputs: Inputs):
+@cache_option()
+def validate(inputs: Inputs, no_cache: bool):
     items = runner.find_inputs(inputs.paths, inputs.glob)
     report = Report(
         "validate",
@@ -134,5 +136,8 @@ def validate(inputs: Inputs):
         stdout_has_data=False,
     )
     worker = partial(check_file, fmt=inputs.dialect, on_invalid=inputs.on_invalid)
-    runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done)
+    cache = RunCache.open("validate", dict(worker.keywords), {VALID, INVALID}, enabled=not no_cache)
+    runner.run(
+        items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done, cache=cache
+    )
     raise SystemExit(report.finish())
