@@ -667,13 +667,15 @@ class Replacement:
     Use as a context manager; leaving it without a commit (also by an exception) removes the temp.
     """
 
-    def __init__(self, target: Path) -> None:
+    def __init__(self, target: Path, *, hashed: bool = True) -> None:
+        """``hashed=False``: the content is not hashed as it is written (a -o output needs no hash)."""
         self.target = Path(target)
         self._real = Path(os.path.realpath(self.target))
         with _io_errors(self.target):
             fd, tmp = tempfile.mkstemp(prefix=f".{self._real.name}.", suffix=".tmp", dir=self._real.parent)
         self.temp_path = Path(tmp)
-        self.file = _HashingWriter(os.fdopen(fd, "wb"))
+        raw = os.fdopen(fd, "wb")
+        self.file = _HashingWriter(raw) if hashed else raw
         self._done = False
 
     def __enter__(self) -> Replacement:
@@ -696,10 +698,13 @@ class Replacement:
             os.unlink(self.temp_path)
 
     def _flush(self) -> tuple[str, int]:
-        """fsync the new content and return its sha256 and size (hashed as it was written)."""
+        """fsync the new content and return its sha256 and size (hashed as it was written; empty and
+        -1 when it was not)."""
         self.file.flush()
         os.fsync(self.file.fileno())
         self.file.close()
+        if not isinstance(self.file, _HashingWriter):
+            return "", -1
         return self.file.hexdigest(), self.file.size
 
     def _require_unchanged(self, expected: FileState) -> os.stat_result:
@@ -745,6 +750,8 @@ class Replacement:
         """
         if self._done:
             raise ValueError("replacement already committed or discarded")
+        if not isinstance(self.file, _HashingWriter):
+            raise ValueError("an in-place replacement records its sha256: make it with hashed=True")
         archive: Path | None = archived[0] if archived else None
         try:
             with _io_errors(self.target):
@@ -834,7 +841,7 @@ def output_file(target: Path) -> Iterator[BinaryIO]:
             with open(fd, "wb") as out:
                 yield out
         return
-    with Replacement(target) as replacement:
+    with Replacement(target, hashed=False) as replacement:
         yield replacement.file  # type: ignore[misc]
         replacement.commit_new()
 
