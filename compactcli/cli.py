@@ -21,6 +21,7 @@ COMMANDS = {
     "replay": "replay",
     "validate": "validate",
     "restore": "restore",
+    "probe": "probe",
     "prune": "prune",
     "config": "config",
 }

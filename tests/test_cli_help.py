@@ -11,7 +11,7 @@ import pytest
 
 import compactcli
 
-COMMANDS = ["micro", "summarize", "estimate", "replay", "validate", "restore", "prune", "config"]
+COMMANDS = ["micro", "summarize", "estimate", "replay", "validate", "restore", "prune", "config", "probe"]
 
 
 def compactcli_run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

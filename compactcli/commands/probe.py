@@ -1,0 +1,91 @@
+"""`compactcli probe`: which facts of the replaced span survive a summary; a CI gate for summarizers."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from compactcli import dialects
+from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP, CompactError
+from compactcli.options import InputPath
+from compactcli.transcript import ON_INVALID, open_input
+
+HELP = """Check how much of what a summary replaced survives in it.
+
+From the part of ORIGINAL that SUMMARIZED replaced (the records SUMMARIZED does not carry verbatim,
+when it holds a compaction; else the whole original conversation) probe extracts file paths,
+commands, error lines, URLs, identifiers, numbers and the user's instructions, and looks each up
+anywhere in SUMMARIZED. It reports, per category and overall, the retention (survived / total) and
+what is missing. Deterministic and offline: it works for digest and model summaries alike.
+Either file may be '-' (stdin). --min-retention R makes it a CI gate for summarizer prompts and
+models: exit 1 when the overall retention is below R.
+
+\b
+Examples:
+  compactcli probe session.jsonl <(compactcli summarize -o - session.jsonl)
+  compactcli summarize -o - session.jsonl | compactcli probe session.jsonl -
+"""
+
+
+def table(result) -> str:
+    rows = [f"{'category':<13}{'survived':>9}{'total':>7}{'retention':>11}"]
+    for name, retention in result.categories.items():
+        rows.append(f"{name:<13}{retention.survived:>9}{retention.total:>7}{retention.score:>11.2f}")
+    rows.append(f"{'overall':<13}{result.survived:>9}{result.total:>7}{result.score:>11.2f}")
+    for name, retention in result.categories.items():
+        for fact in retention.missing:
+            rows.append(f"missing {name}: {fact}")
+    return "\n".join(rows)
+
+
+@click.command(help=HELP, epilog=EXIT_CODES_HELP + " Here 1: retention below --min-retention.")
+@click.argument("original", type=InputPath(allow_dash=True, exists=True, dir_okay=False))
+@click.argument("summarized", type=InputPath(allow_dash=True, exists=True, dir_okay=False))
+@click.option(
+    "--dialect",
+    "fmt",
+    type=click.Choice(dialects.NAMES),
+    default=None,
+    help="Transcript dialect (default: detected per file).",
+)
+@click.option(
+    "--on-invalid",
+    type=click.Choice(ON_INVALID),
+    default="error",
+    show_default=True,
+    help="error: a bad line fails (exit 65); keep: pass over bad lines.",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(("table", "json")),
+    default="table",
+    show_default=True,
+    help="table: a row per category, then what is missing; json: one object.",
+)
+@click.option(
+    "--min-retention",
+    type=click.FloatRange(0, 1),
+    default=None,
+    metavar="R",
+    help="Exit 1 when the overall retention is below R (0 to 1).",
+)
+def probe(original: str, summarized: str, fmt, on_invalid: str, output_format: str, min_retention):
+    from compactcli.probe import probe as measure
+
+    if original == summarized == "-":
+        raise click.UsageError("only one of ORIGINAL and SUMMARIZED can be stdin")
+    try:
+        with open_input(original) as (source, source_name), open_input(summarized) as (result, name):
+            outcome = measure(source, source_name, result, name, fmt=fmt, on_invalid=on_invalid)
+    except CompactError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(exc.exit_code) from None
+    if output_format == "json":
+        click.echo(json.dumps(outcome.to_json(), ensure_ascii=False))
+    else:
+        click.echo(table(outcome))
+    if min_retention is not None and outcome.score < min_retention:
+        click.echo(f"retention {outcome.score:.2f} is below --min-retention {min_retention}", err=True)
+        raise SystemExit(CHECK_FAILED)

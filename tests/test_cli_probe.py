@@ -1,0 +1,121 @@
+"""`compactcli probe`: which facts of a replaced span survive its summary, through the installed command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.cli import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+TASK = "Fix the crash in src/app/loader.py and always run pytest with -x"
+ERROR = "ValueError: bad config value in load_config"
+ORIGINAL = [
+    {"role": "user", "content": TASK},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Running the tests."},
+            {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "pytest -x tests"}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": ERROR}],
+    },
+    {"role": "assistant", "content": "See https://example.org/config for the 4821 rows."},
+]
+
+
+def write(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def summary_file(path: Path, text: str) -> Path:
+    return write(path, [{"role": "user", "content": text}, {"role": "assistant", "content": "Understood."}])
+
+
+def probe_json(*args: object) -> tuple[int, dict]:
+    done = run_cli("probe", "--format", "json", *args, text=True)
+    assert done.stdout, done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_all_facts_survive(tmp_path: Path) -> None:
+    original = write(tmp_path / "orig.jsonl", ORIGINAL)
+    text = f"Task: {TASK}. Ran `pytest -x tests`: {ERROR}. Docs: https://example.org/config, 4821 rows."
+    code, report = probe_json(original, summary_file(tmp_path / "short.jsonl", text))
+    assert code == 0
+    assert report["retention"] == 1.0
+    assert report["categories"]["paths"] == {"survived": 1, "total": 1, "retention": 1.0, "missing": []}
+    assert report["categories"]["instructions"]["total"] == 1
+
+
+def test_dropped_facts_are_reported_missing(tmp_path: Path) -> None:
+    original = write(tmp_path / "orig.jsonl", ORIGINAL)
+    text = "Ran `pytest -x tests`. Docs: https://example.org/config, 4821 rows, load_config."
+    code, report = probe_json(original, summary_file(tmp_path / "short.jsonl", text))
+    assert code == 0  # no --min-retention: a report, not a gate
+    categories = report["categories"]
+    assert categories["paths"]["missing"] == ["src/app/loader.py"]
+    assert categories["errors"]["missing"] == [ERROR]
+    assert categories["instructions"]["missing"] == [TASK]
+    assert categories["urls"]["missing"] == []
+    assert categories["commands"]["missing"] == []
+    assert report["retention"] < 1
+
+
+def test_table_names_what_is_missing(tmp_path: Path) -> None:
+    original = write(tmp_path / "orig.jsonl", ORIGINAL)
+    done = run_cli("probe", original, summary_file(tmp_path / "short.jsonl", "nothing kept"), text=True)
+    assert done.returncode == 0
+    assert "missing paths: src/app/loader.py" in done.stdout
+    assert f"missing errors: {ERROR}" in done.stdout
+
+
+@pytest.mark.parametrize(("minimum", "code"), [("0.5", 0), ("0.51", 1), ("0", 0), ("1", 1)])
+def test_min_retention_boundary(tmp_path: Path, minimum: str, code: int) -> None:
+    # Two facts, counted by hand: the path src/app.py and the instruction itself; the summary keeps one.
+    original = write(tmp_path / "orig.jsonl", [{"role": "user", "content": "Edit src/app.py"}])
+    short = summary_file(tmp_path / "short.jsonl", "Worked on src/app.py.")
+    done, report = probe_json("--min-retention", minimum, original, short)
+    assert (report["survived"], report["total"]) == (1, 2)
+    assert done == code
+
+
+def test_bad_line_is_refused_with_its_place(tmp_path: Path) -> None:
+    original = tmp_path / "orig.jsonl"
+    original.write_text(json.dumps(ORIGINAL[0]) + "\n{not json\n")
+    done = run_cli("probe", original, summary_file(tmp_path / "short.jsonl", "x"), text=True)
+    assert done.returncode == 65
+    assert f"{original}:2" in done.stderr
+    assert done.stdout == ""
+
+
+def test_file_without_messages_is_refused(tmp_path: Path) -> None:
+    original = tmp_path / "orig.jsonl"
+    original.write_text("")
+    done = run_cli("probe", original, summary_file(tmp_path / "short.jsonl", "x"), text=True)
+    assert done.returncode == 65
+    assert "no conversation" in done.stderr
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "claude-code", "openai"])
+def test_digest_summary_of_a_sample(tmp_path: Path, dialect: str) -> None:
+    session = tmp_path / "session.jsonl"
+    shutil.copy(ROOT / "samples" / dialect / "session.jsonl", session)
+    short = tmp_path / "short.jsonl"
+    made = run_cli("summarize", "--backend", "digest", "-o", short, session, text=True)
+    assert made.returncode == 0, made.stderr
+    code, report = probe_json(session, short)
+    assert code == 0
+    assert report["dialect"] == dialect
+    assert report["replaced_records"] > 0
+    # The digest lists the commands it ran (docs/design.md, "digest"); a sample's paths partly survive.
+    assert report["categories"]["commands"]["total"] > 0
+    assert report["categories"]["paths"]["survived"] > 0
+    assert 0 < report["retention"] < 1
