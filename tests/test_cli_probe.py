@@ -119,3 +119,18 @@ def test_digest_summary_of_a_sample(tmp_path: Path, dialect: str) -> None:
     assert report["categories"]["commands"]["total"] > 0
     assert report["categories"]["paths"]["survived"] > 0
     assert 0 < report["retention"] < 1
+
+
+def test_codex_rollout_is_read_through_its_dialect(tmp_path: Path) -> None:
+    from tests import codex_rollout
+
+    rollout = codex_rollout.write(tmp_path / "rollout.jsonl")
+    ask = "Add a --json flag to tally so that it prints the counts as a JSON object."
+    code, report = probe_json(rollout, summary_file(tmp_path / "short.jsonl", f"{ask} Edited tally/cli.py."))
+    assert code == 0
+    assert report["dialect"] == "codex"
+    categories = report["categories"]
+    assert "rg -n 'def ' tally" in categories["commands"]["missing"]
+    assert ask not in categories["instructions"]["missing"]
+    assert "tally/cli.py" not in categories["paths"]["missing"]
+    assert "/home/dev/tally/tally/cli.py" in categories["paths"]["missing"]
