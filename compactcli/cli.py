@@ -42,6 +42,7 @@ SHORT_HELP = {
     ),
     "prune": "Drop old archived originals of each PATH (a transcript, or a folder of them).",
     "config": "Show the settings in force for each COMMAND (default: all) and their sources.",
+    "probe": "Check how much of what a summary replaced survives in it.",
 }
 
 
