@@ -9,7 +9,7 @@ from compactcli.errors import CHECK_FAILED, OK
 from compactcli.layers.estimate import is_over, share
 from compactcli.layers.micro import MicroOptions
 from compactcli.report import Outcome
-from compactcli.transcript import dialect_for, open_input, read_lines
+from compactcli.transcript import ConversationLines, dialect_for, open_input
 
 OUTPUT_FORMATS = ("table", "json", "csv", "github")
 UNDER, OVER, NO_USAGE = "ok", "over", "no-usage"
@@ -32,14 +32,13 @@ def estimate_stream(
     model: str | None = None,
     use_cache: bool = True,
 ) -> Outcome:
-    """Count one open, seekable file; its lines are read once, in order."""
+    """Count one open, seekable file, its records in the order of its conversations."""
     dialect = dialect_for(source, path, fmt)
     cache = TokenCache.default() if use_cache else None
     counter = ContextCounter(dialect, method, detail=True, top=top, micro=micro, model=model, cache=cache)
-    size = lines = unreadable = 0
-    for line in read_lines(source, path, on_invalid):
-        size += len(line.raw)
-        lines = line.number
+    unreadable = 0
+    reader = ConversationLines(source, path, on_invalid, dialect)
+    for line in reader:
         if line.record is not None:
             counter.add(line.record, line.number)
         elif line.raw.strip():
@@ -52,8 +51,8 @@ def estimate_stream(
         "by_category": counter.by_category,
         "messages": counter.messages,
         "tool_results": counter.tool_results,
-        "bytes": size,
-        "lines": lines,
+        "bytes": reader.size,
+        "lines": reader.lines,
         "conversation": counter.conversation,
         "active_from": counter.start_line or None,
         "unreadable_lines": unreadable,

@@ -114,6 +114,7 @@ def analyze(
     dialect = dialect_for(source, path, fmt)
     index = MicroIndex(dialect, placeholder=options.placeholder)
     counter = estimator(dialect) if (estimator and options.trigger_tokens) else None
+    order = dialect.new_order()  # Claude Code: the parentUuid chain decides which results are the last
     edit = MicroEdit(path, dialect, {}, on_invalid, {}, spool=tempfile.TemporaryFile())
     spool = edit.spool
     lines = 0
@@ -132,6 +133,8 @@ def analyze(
                 continue
             if counter is not None:
                 counter.add(record)
+            if order is not None:
+                order.add(number, start, record)
             candidates = []
             copies = index.copy_count
             facts = index.add(number, record)
@@ -152,6 +155,8 @@ def analyze(
     except BaseException:
         edit.close()
         raise
+    if order is not None:
+        index.follow([line for line, _ in order.order()])
     edit.stats = {"dialect": dialect.name, "lines": lines, "tool_results": index.result_count}
     if counter is not None:
         edit.stats["tokens"] = counter.tokens

@@ -21,7 +21,7 @@ from compactcli.layers.replay import (
     entry_bytes,
     output_entries,
 )
-from compactcli.transcript import STDIN, dialect_for, open_input, read_lines
+from compactcli.transcript import STDIN, ConversationLines, dialect_for, open_input
 
 TIMELINE_SUFFIXES = (".jsonl", ".csv")
 
@@ -55,7 +55,7 @@ class Source:
 
     def run(self, replay: Replay, on_invalid: str) -> ReplayResult:
         self.file.seek(0)
-        for line in read_lines(self.file, self.name, on_invalid):
+        for line in ConversationLines(self.file, self.name, on_invalid, replay.dialect):
             if line.record is None:
                 continue
             if not self.template:

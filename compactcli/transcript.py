@@ -57,6 +57,39 @@ def read_lines(f: BinaryIO, path: str, on_invalid: str = "error") -> Iterator[Li
         yield parse_line(raw, path, number, on_invalid)
 
 
+class ConversationLines:
+    """The lines of a file in the order its conversations hold them (docs/design.md, "Dialects").
+
+    In file order, unless the dialect has its own order (Dialect.new_order: Claude Code's parentUuid
+    chain). Then the file is read twice: first to index it (blank and unreadable lines are yielded then,
+    with record None), then the records of the conversations are read again in their order; records no
+    conversation holds (an abandoned branch, a title) are not yielded. Every line is checked either way.
+    After the iteration, `lines` and `size` count the whole file.
+    """
+
+    def __init__(self, f: BinaryIO, path: str, on_invalid: str, dialect: dialects.Dialect) -> None:
+        self.f, self.path, self.on_invalid, self.dialect = f, path, on_invalid, dialect
+        self.lines = 0
+        self.size = 0
+
+    def __iter__(self) -> Iterator[Line]:
+        order = self.dialect.new_order()
+        base = self.f.tell()
+        for line in read_lines(self.f, self.path, self.on_invalid):
+            self.lines = line.number
+            offset = base + self.size
+            self.size += len(line.raw)
+            if order is None or line.record is None:
+                yield line
+            else:
+                order.add(line.number, offset, line.record)
+        if order is None:
+            return
+        for number, start in order.order():
+            self.f.seek(start)
+            yield parse_line(self.f.readline(), self.path, number, self.on_invalid)
+
+
 def dump_line(line: Line) -> bytes:
     """A changed record serialized the way its line was, with the same line ending."""
     return jsonio.dumps_like(line.record, line.raw, line.slow) + line_ending(line.raw)

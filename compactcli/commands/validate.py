@@ -15,18 +15,18 @@ from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP
 from compactcli.layers.validate import RULES, Validator
 from compactcli.options import Inputs, cache_option, input_options
 from compactcli.report import BUSY, FAILED, TEXT, Figures, Outcome, Report, annotation
-from compactcli.transcript import dialect_for, open_input, read_lines
+from compactcli.transcript import ConversationLines, dialect_for, open_input
 
 VALID, INVALID = "valid", "invalid"
 
 
 def check_stream(source: BinaryIO, path: str, fmt: str | None, on_invalid: str) -> Outcome:
-    """Validate one open, seekable file; its lines are read once, in order."""
+    """Validate one open, seekable file, its records in the order of its conversations."""
     dialect = dialect_for(source, path, fmt)
     validator = Validator(dialect)
-    lines = unreadable = 0
-    for line in read_lines(source, path, on_invalid):
-        lines = line.number
+    unreadable = 0
+    reader = ConversationLines(source, path, on_invalid, dialect)
+    for line in reader:
         if line.record is not None:
             validator.add(line.number, line.record)
         elif line.raw.strip():
@@ -34,7 +34,7 @@ def check_stream(source: BinaryIO, path: str, fmt: str | None, on_invalid: str) 
     violations = validator.finish()
     stats: dict = {
         "dialect": dialect.name,
-        "lines": lines,
+        "lines": reader.lines,
         "messages": validator.messages,
         "conversations": len(validator.conversations),
         "unreadable_lines": unreadable,

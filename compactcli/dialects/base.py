@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 MAIN = "main"  # key of the main conversation; sub-agent conversations get their own keys
 # What Dialect.compaction says of a record that starts the active context anew.
@@ -92,6 +93,10 @@ class Dialect:
     def new_tracker(self) -> ConversationTracker:
         """Assigns each record to its conversation (MAIN, or a sub-agent's key)."""
         return ConversationTracker()
+
+    def new_order(self) -> RecordOrder | None:
+        """The order the model saw the records in, when it is not the file's (see RecordOrder)."""
+        return None
 
     def is_side(self, record: dict) -> bool:
         """A record of a sub-agent's conversation, not the main one. A file of such records only is
@@ -179,6 +184,16 @@ class Dialect:
         and the last few records suffice); `now` and `new_uuid` make the result reproducible.
         """
         raise NotImplementedError
+
+
+class RecordOrder(Protocol):
+    """Fed every record of a file once, in file order; then the (line, offset) of each record of the
+    conversations, in the order the model saw them. Records left out are no part of any conversation
+    (an abandoned branch, a title): they stay in the file untouched."""
+
+    def add(self, line: int, offset: int, record: dict) -> None: ...
+
+    def order(self) -> list[tuple[int, int]]: ...
 
 
 class ConversationTracker:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import heapq
 import uuid as uuid_module
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from compactcli.dialects.base import (
@@ -124,6 +126,9 @@ class ClaudeCodeDialect(Dialect):
     def is_side(self, record: dict) -> bool:
         return is_sidechain(record)
 
+    def new_order(self) -> ChainOrder:
+        return ChainOrder(self.new_tracker())
+
     def compaction(self, record: dict) -> str | None:
         if is_compact_boundary(record):
             return BOUNDARY
@@ -205,6 +210,148 @@ class ClaudeCodeDialect(Dialect):
 
 def _iso_millis(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+# -- the conversation as Claude Code reads it: the parentUuid chain, not the file order ---------------
+
+
+@dataclass(slots=True)
+class _Node:
+    line: int
+    offset: int
+    parent: str | None
+    previous: str | None  # the record before it in the file: its parent when that is not in the file
+    response: object  # message.id of an assistant record, else None
+    prompt: bool  # a user record the user typed (not tool results, not a meta record)
+
+
+class ChainOrder:
+    """The records of each conversation in the order the model saw them (docs/design.md, "Dialects").
+
+    Fed every record once (`add`); `order()` gives (line, offset) of the records of the active branch:
+
+    - The branch is the tree of records (parentUuid links) around the path from the conversation's last
+      leaf (the last record in the file that is no record's parent) to its root. A sibling subtree of
+      the path is part of it (parallel tool results, the other records of one split response, progress)
+      unless it starts with a prompt the user typed or with an assistant record of another response:
+      then it was abandoned (a rewind, a regenerated answer) and stays in the file, outside the
+      conversation. A parent that is not in the file (a torn line) is taken to be the record before.
+    - Records come in file order wherever their parents allow (records written out of order wait for
+      their parent); records sharing message.id are one assistant message: the records written between
+      its first and last part (its tool results) come after the whole message.
+
+    Memory: a few fields per record with a uuid.
+    """
+
+    def __init__(self, tracker: ConversationTracker) -> None:
+        self._tracker = tracker
+        self._nodes: dict[str, dict[str, _Node]] = {}  # conversation -> uuid -> node
+        self._last: dict[str, str] = {}  # conversation -> uuid of its last record in the file
+
+    def add(self, line: int, offset: int, record: dict) -> None:
+        key = self._tracker.key(record)
+        nodes = self._nodes.setdefault(key, {})
+        uuid = record.get("uuid")
+        if not isinstance(uuid, str) or uuid in nodes:
+            if record.get("type") not in MESSAGE_TYPES:
+                return  # titles, snapshots, queue operations: no message, no place in the chain
+            uuid = f"line:{line}"
+        # A compaction starts a new chain (parentUuid null) but continues the conversation: the history
+        # before it is the path a replay walks.
+        parent = record.get("parentUuid") or record.get("logicalParentUuid")
+        previous = self._last.get(key)
+        if not isinstance(parent, str):
+            # Only an explicit null starts a tree (the first prompt); a compaction continues the one
+            # before it, and a record that names no parent at all follows the record before it.
+            compaction = is_compact_boundary(record) or record.get("isCompactSummary") is True
+            parent = previous if compaction or "parentUuid" not in record else None
+        message = record.get("message") if isinstance(record.get("message"), dict) else {}
+        kind = record.get("type")
+        response = message.get("id") if kind == "assistant" else None
+        prompt = kind == "user" and not record.get("isMeta") and not _only_results(message.get("content"))
+        nodes[uuid] = _Node(line, offset, parent, previous, response, prompt)
+        self._last[key] = uuid
+
+    def order(self) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        for nodes in self._nodes.values():
+            out.extend((node.line, node.offset) for node in _active(nodes))
+        return out
+
+
+def _only_results(content: object) -> bool:
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
+
+
+def _active(nodes: dict[str, _Node]) -> list[_Node]:
+    for node in nodes.values():
+        if node.parent is not None and node.parent not in nodes:
+            node.parent = node.previous  # a parent we cannot see (a torn line): most likely the record before
+    children: dict[str | None, list[str]] = {}
+    for uuid, node in nodes.items():
+        children.setdefault(node.parent, []).append(uuid)
+    leaves = [uuid for uuid in nodes if uuid not in children]
+    if not leaves:
+        return []
+    leaf = max(leaves, key=lambda uuid: nodes[uuid].line)
+    path: set[str] = set()
+    at: str | None = leaf
+    while at is not None and at not in path:
+        path.add(at)
+        at = nodes[at].parent
+    root = next(uuid for uuid in path if nodes[uuid].parent is None or nodes[uuid].parent not in path)
+    # Grow the branch from the path: sibling subtrees that are no fork.
+    responses = {nodes[uuid].response for uuid in path} - {None}
+    keep: set[str] = set()
+    todo = [root]
+    while todo:
+        uuid = todo.pop()
+        keep.add(uuid)
+        for child in children.get(uuid, ()):
+            if child in path or not _forks(nodes[child], responses):
+                todo.append(child)
+    # File order where the parents allow it.
+    ready = [(nodes[root].line, root)]
+    ordered: list[_Node] = []
+    while ready:
+        _, uuid = heapq.heappop(ready)
+        ordered.append(nodes[uuid])
+        for child in children.get(uuid, ()):
+            if child in keep:
+                heapq.heappush(ready, (nodes[child].line, child))
+    return _whole_responses(ordered)
+
+
+def _forks(child: _Node, responses: set[object]) -> bool:
+    """A record off the path that starts another branch: a prompt typed again (a rewind), or a part of a
+    response the path does not hold (an answer generated again)."""
+    return child.prompt or (child.response is not None and child.response not in responses)
+
+
+def _whole_responses(ordered: list[_Node]) -> list[_Node]:
+    """Each response's records together, the records written between its parts right after it."""
+    last: dict[object, int] = {}
+    for index, node in enumerate(ordered):
+        if node.response is not None:
+            last[node.response] = index
+    out: list[_Node] = []
+    index = 0
+    while index < len(ordered):
+        node = ordered[index]
+        end = last.get(node.response, index) if node.response is not None else index
+        if end > index:
+            span = ordered[index : end + 1]
+            out.extend(n for n in span if n.response == node.response)
+            out.extend(n for n in span if n.response != node.response)
+            index = end + 1
+        else:
+            out.append(node)
+            index += 1
+    return out
 
 
 CLAUDE_CODE = ClaudeCodeDialect()

@@ -114,6 +114,15 @@ class MicroIndex:
             added.append(fact)
         return added
 
+    def follow(self, lines: list[int]) -> None:
+        """Put each conversation's results in the order of `lines` (the dialect's conversation order,
+        Dialect.new_order): "the last --keep" are the last the model saw. Results on other lines (an
+        abandoned branch) are no part of a conversation and are never cleared."""
+        position = {line: index for index, line in enumerate(lines)}
+        for key, facts in self.results.items():
+            kept = [fact for fact in facts if fact.line in position]
+            self.results[key] = sorted(kept, key=lambda fact: position[fact.line])
+
     def tool_name(self, tool_use_id: str | None) -> str:
         return self.tool_names.get(tool_use_id or "", "unknown")
 
