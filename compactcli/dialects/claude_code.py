@@ -5,7 +5,6 @@ from __future__ import annotations
 import heapq
 import uuid as uuid_module
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from compactcli.dialects.base import (
@@ -215,16 +214,6 @@ def _iso_millis(when: datetime) -> str:
 # -- the conversation as Claude Code reads it: the parentUuid chain, not the file order ---------------
 
 
-@dataclass(slots=True)
-class _Node:
-    line: int
-    offset: int
-    parent: str | None
-    previous: str | None  # the record before it in the file: its parent when that is not in the file
-    response: object  # message.id of an assistant record, else None
-    prompt: bool  # a user record the user typed (not tool results, not a meta record)
-
-
 class ChainOrder:
     """The records of each conversation in the order the model saw them (docs/design.md, "Dialects").
 
@@ -240,42 +229,128 @@ class ChainOrder:
       their parent); records sharing message.id are one assistant message: the records written between
       its first and last part (its tool results) come after the whole message.
 
-    Memory: a few fields per record with a uuid.
+    Memory: a few atoms per record with a uuid, in flat dicts (no object per record: the garbage
+    collector would walk them all, again and again, while a large file is read).
     """
 
     def __init__(self, tracker: ConversationTracker) -> None:
         self._tracker = tracker
-        self._nodes: dict[str, dict[str, _Node]] = {}  # conversation -> uuid -> node
-        self._last: dict[str, str] = {}  # conversation -> uuid of its last record in the file
+        self._chains: dict[str, _Chain] = {}
 
     def add(self, line: int, offset: int, record: dict) -> None:
-        key = self._tracker.key(record)
-        nodes = self._nodes.setdefault(key, {})
+        key = MAIN if record.get("isSidechain") is not True else self._tracker.key(record)
+        chain = self._chains.get(key)
+        if chain is None:
+            chain = self._chains[key] = _Chain()
         uuid = record.get("uuid")
-        if not isinstance(uuid, str) or uuid in nodes:
-            if record.get("type") not in MESSAGE_TYPES:
+        kind = record.get("type")
+        if not isinstance(uuid, str) or uuid in chain.line:
+            if kind not in MESSAGE_TYPES:
                 return  # titles, snapshots, queue operations: no message, no place in the chain
             uuid = f"line:{line}"
         # A compaction starts a new chain (parentUuid null) but continues the conversation: the history
         # before it is the path a replay walks.
         parent = record.get("parentUuid") or record.get("logicalParentUuid")
-        previous = self._last.get(key)
         if not isinstance(parent, str):
             # Only an explicit null starts a tree (the first prompt); a compaction continues the one
             # before it, and a record that names no parent at all follows the record before it.
             compaction = is_compact_boundary(record) or record.get("isCompactSummary") is True
-            parent = previous if compaction or "parentUuid" not in record else None
-        message = record.get("message") if isinstance(record.get("message"), dict) else {}
-        kind = record.get("type")
-        response = message.get("id") if kind == "assistant" else None
-        prompt = kind == "user" and not record.get("isMeta") and not _only_results(message.get("content"))
-        nodes[uuid] = _Node(line, offset, parent, previous, response, prompt)
-        self._last[key] = uuid
+            parent = chain.last if compaction or "parentUuid" not in record else None
+        chain.line[uuid] = line
+        chain.offset[uuid] = offset
+        chain.parent[uuid] = parent
+        chain.previous[uuid] = chain.last
+        message = record.get("message")
+        if kind == "assistant" and isinstance(message, dict) and message.get("id") is not None:
+            chain.response[uuid] = message["id"]
+        elif kind == "user" and not record.get("isMeta"):
+            content = message.get("content") if isinstance(message, dict) else None
+            if not _only_results(content):
+                chain.prompts.add(uuid)
+        chain.last = uuid
 
     def order(self) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
-        for nodes in self._nodes.values():
-            out.extend((node.line, node.offset) for node in _active(nodes))
+        for chain in self._chains.values():
+            out.extend((chain.line[uuid], chain.offset[uuid]) for uuid in chain.active())
+        return out
+
+
+class _Chain:
+    """One conversation's records, by uuid: flat dicts of atoms."""
+
+    def __init__(self) -> None:
+        self.line: dict[str, int] = {}
+        self.offset: dict[str, int] = {}
+        self.parent: dict[str, str | None] = {}
+        self.previous: dict[str, str | None] = {}
+        self.response: dict[str, object] = {}  # assistant records: their message.id
+        self.prompts: set[str] = set()  # user records the user typed
+        self.last: str | None = None
+
+    def active(self) -> list[str]:
+        line, parent = self.line, self.parent
+        for uuid, up in parent.items():
+            if up is not None and up not in line:
+                parent[uuid] = self.previous[uuid]  # a parent we cannot see (a torn line): the record before
+        children: dict[str | None, list[str]] = {}
+        for uuid, up in parent.items():
+            children.setdefault(up, []).append(uuid)
+        leaves = [uuid for uuid in line if uuid not in children]
+        if not leaves:
+            return []
+        at: str | None = max(leaves, key=line.__getitem__)
+        path: set[str] = set()
+        while at is not None and at not in path:
+            path.add(at)
+            root, at = at, parent[at]
+        # Grow the branch from the path: sibling subtrees that are no fork.
+        responses = {self.response[uuid] for uuid in path if uuid in self.response}
+        keep: set[str] = set()
+        todo = [root]
+        while todo:
+            uuid = todo.pop()
+            keep.add(uuid)
+            for child in children.get(uuid, ()):
+                if child in path or not self._forks(child, responses):
+                    todo.append(child)
+        # File order where the parents allow it.
+        ready = [(line[root], root)]
+        ordered: list[str] = []
+        while ready:
+            _, uuid = heapq.heappop(ready)
+            ordered.append(uuid)
+            for child in children.get(uuid, ()):
+                if child in keep:
+                    heapq.heappush(ready, (line[child], child))
+        return self._whole_responses(ordered)
+
+    def _forks(self, uuid: str, responses: set[object]) -> bool:
+        """A record off the path that starts another branch: a prompt typed again (a rewind), or a part
+        of a response the path does not hold (an answer generated again)."""
+        response = self.response.get(uuid)
+        return uuid in self.prompts or (response is not None and response not in responses)
+
+    def _whole_responses(self, ordered: list[str]) -> list[str]:
+        """Each response's records together, the records written between its parts right after it."""
+        response = self.response
+        last: dict[object, int] = {}
+        for index, uuid in enumerate(ordered):
+            if uuid in response:
+                last[response[uuid]] = index
+        out: list[str] = []
+        index = 0
+        while index < len(ordered):
+            own = response.get(ordered[index])
+            end = last[own] if own is not None else index
+            if end > index:
+                span = ordered[index : end + 1]
+                out.extend(uuid for uuid in span if response.get(uuid) == own)
+                out.extend(uuid for uuid in span if response.get(uuid) != own)
+                index = end + 1
+            else:
+                out.append(ordered[index])
+                index += 1
         return out
 
 
@@ -285,73 +360,6 @@ def _only_results(content: object) -> bool:
         and bool(content)
         and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
     )
-
-
-def _active(nodes: dict[str, _Node]) -> list[_Node]:
-    for node in nodes.values():
-        if node.parent is not None and node.parent not in nodes:
-            node.parent = node.previous  # a parent we cannot see (a torn line): most likely the record before
-    children: dict[str | None, list[str]] = {}
-    for uuid, node in nodes.items():
-        children.setdefault(node.parent, []).append(uuid)
-    leaves = [uuid for uuid in nodes if uuid not in children]
-    if not leaves:
-        return []
-    leaf = max(leaves, key=lambda uuid: nodes[uuid].line)
-    path: set[str] = set()
-    at: str | None = leaf
-    while at is not None and at not in path:
-        path.add(at)
-        at = nodes[at].parent
-    root = next(uuid for uuid in path if nodes[uuid].parent is None or nodes[uuid].parent not in path)
-    # Grow the branch from the path: sibling subtrees that are no fork.
-    responses = {nodes[uuid].response for uuid in path} - {None}
-    keep: set[str] = set()
-    todo = [root]
-    while todo:
-        uuid = todo.pop()
-        keep.add(uuid)
-        for child in children.get(uuid, ()):
-            if child in path or not _forks(nodes[child], responses):
-                todo.append(child)
-    # File order where the parents allow it.
-    ready = [(nodes[root].line, root)]
-    ordered: list[_Node] = []
-    while ready:
-        _, uuid = heapq.heappop(ready)
-        ordered.append(nodes[uuid])
-        for child in children.get(uuid, ()):
-            if child in keep:
-                heapq.heappush(ready, (nodes[child].line, child))
-    return _whole_responses(ordered)
-
-
-def _forks(child: _Node, responses: set[object]) -> bool:
-    """A record off the path that starts another branch: a prompt typed again (a rewind), or a part of a
-    response the path does not hold (an answer generated again)."""
-    return child.prompt or (child.response is not None and child.response not in responses)
-
-
-def _whole_responses(ordered: list[_Node]) -> list[_Node]:
-    """Each response's records together, the records written between its parts right after it."""
-    last: dict[object, int] = {}
-    for index, node in enumerate(ordered):
-        if node.response is not None:
-            last[node.response] = index
-    out: list[_Node] = []
-    index = 0
-    while index < len(ordered):
-        node = ordered[index]
-        end = last.get(node.response, index) if node.response is not None else index
-        if end > index:
-            span = ordered[index : end + 1]
-            out.extend(n for n in span if n.response == node.response)
-            out.extend(n for n in span if n.response != node.response)
-            index = end + 1
-        else:
-            out.append(node)
-            index += 1
-    return out
 
 
 CLAUDE_CODE = ClaudeCodeDialect()
