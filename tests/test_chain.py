@@ -72,7 +72,7 @@ def test_the_abandoned_branch_is_not_counted_but_stays_in_the_file(tmp_path):
     shutil.copyfile(FIXTURES / "rewind.jsonl", path)
     whole = CliRunner().invoke(cli, ["estimate", "--method", "seed", "--format", "json", str(path)])
     assert whole.exit_code == 0
-    assert json.loads(whole.stdout)["messages"] == 8  # 11 message records, 3 abandoned
+    assert json.loads(whole.stdout)["stats"]["messages"] == 8  # 11 message records, 3 abandoned
     before = path.read_bytes().splitlines()
     micro = CliRunner().invoke(cli, ["micro", "--keep", "1", "--min-chars", "0", str(path)])
     assert micro.exit_code == 0, micro.output
