@@ -66,6 +66,9 @@ class Interval:
     recorded: int  # growth of the recorded context
     estimated: dict[str, Any] = field(default_factory=dict)  # growth per estimator
     skip: str | None = None  # why it is not counted: "torn", "shrank", "small"
+    context: int = 0  # the context recorded at this call
+    heuristic: int = 0  # the heuristic count of the messages before this call
+    first_gap: int = 0  # at the first call since the context started: recorded - heuristic (the overhead)
 
 
 def read_records(path: Path) -> list[dict | None]:
@@ -98,19 +101,19 @@ def walk(
     (`dialect`: the session's; by default detected from its records)."""
     records = list(records)
     if dialect is None:
-        lines = (json.dumps(r).encode() + b"\n" for r in records if r is not None)
-        dialect = dialects.detect(lines, "<records>") or dialects.DEFAULT
+        dialect = _dialect_of(records)
     sidechain = not any(r and dialect.message(r) is not None and not dialect.is_side(r) for r in records)
     counters = {name: make() for name, make in estimators.items()}
     intervals: list[Interval] = []
     last: tuple[int, dict[str, Any]] | None = None  # (recorded context, estimates) at last call
+    first_gap = 0
     call_id: object = None
     keep_thinking = True
     torn = False  # a line since the last call is unreadable
     torn_turn = False  # a line since the turn started is unreadable
 
     def restart() -> None:
-        nonlocal last, call_id, torn, torn_turn
+        nonlocal last, call_id, torn, torn_turn, first_gap
         for counter in counters.values():
             counter.reset()
         last, call_id, torn, torn_turn = None, None, False, False
@@ -124,7 +127,12 @@ def walk(
             restart()
             continue
         message = dialect.message(record)
-        if message is None or dialect.is_side(record) != sidechain:
+        if dialect.is_side(record) != sidechain:
+            continue
+        if message is None:
+            seen = dialect.seen_by_model(record)
+            if seen is not None and "heuristic" in counters:
+                counters["heuristic"].add(seen)
             continue
         if compaction == SUMMARY:
             restart()
@@ -141,10 +149,14 @@ def walk(
             context = _context(dialect.usage(record))
             if context and dialect.call_id(record) != call_id:
                 now = {name: counter.tokens for name, counter in counters.items()}
-                if last is not None:
+                if last is None:
+                    first_gap = context - now.get("heuristic", 0)
+                else:
                     growth = context - last[0]
                     estimated = {name: now[name] - last[1][name] for name in now}
-                    intervals.append(Interval(line, growth, estimated, _skip(growth, torn, min_growth)))
+                    skip = _skip(growth, torn, min_growth)
+                    heuristic = now.get("heuristic", 0)
+                    intervals.append(Interval(line, growth, estimated, skip, context, heuristic, first_gap))
                 last, call_id, torn = (context, now), dialect.call_id(record), False
         for counter in counters.values():
             counter.add(message)
@@ -215,14 +227,67 @@ def calibrate(paths: list[Path], min_growth: int = MIN_GROWTH) -> dict[str, Any]
     """
     every: list[Interval] = []
     files: dict[str, Any] = {}
+    next_call: dict[str, list[float]] = {"auto": [], "heuristic": []}
     for path in paths:
-        intervals = walk(read_records(path), min_growth=min_growth)
+        records = read_records(path)
+        dialect = _dialect_of(records)
+        intervals = walk(records, min_growth=min_growth, dialect=dialect)
         files[str(path)] = _report(intervals)
         every.extend(intervals)
+        for method, errs in predictions(intervals, dialect.default_overhead).items():
+            next_call[method].extend(errs)
     result = _report(every)
     result["files"] = files
     result["min_growth"] = min_growth
+    # How well each method predicts the context of the next call (the dialect's default overhead).
+    result["next_call"] = {method: summarize(errs) for method, errs in next_call.items()}
     return result
+
+
+def _dialect_of(records: list[dict | None]) -> Dialect:
+    lines = (json.dumps(r).encode() + b"\n" for r in records if r is not None)
+    return dialects.detect(lines, "<records>") or dialects.DEFAULT
+
+
+# -- predicting the next call ---------------------------------------------------------------------
+
+
+def predictions(intervals: Iterable[Interval], overhead: int) -> dict[str, list[float]]:
+    """Relative errors of predicting each call's recorded context from what came before it:
+
+    - auto: the context recorded at the call before, plus the heuristic count of what followed;
+    - heuristic: the heuristic count of the messages before it, plus `overhead`.
+
+    Intervals with an unreadable line are left out (what was sent is unknown)."""
+    auto: list[float] = []
+    heuristic: list[float] = []
+    for iv in intervals:
+        if iv.skip == "torn" or iv.context <= 0:
+            continue
+        before = iv.context - iv.recorded
+        auto.append((before + iv.estimated["heuristic"] - iv.context) / iv.context)
+        heuristic.append((iv.heuristic + overhead - iv.context) / iv.context)
+    return {"auto": auto, "heuristic": heuristic}
+
+
+def measured_overhead(sessions: Iterable[list[Interval]]) -> int:
+    """What the logs do not hold but every call sends (system prompt, tool definitions): the median of
+    each context's first recorded call less the heuristic count of the messages before it."""
+    gaps = [gap for intervals in sessions for gap in {iv.first_gap for iv in intervals}]
+    return int(statistics.median(gaps)) if gaps else 0
+
+
+def prediction_report(tuned: list[Path], held_out: list[Path]) -> dict[str, Any]:
+    """Next-call prediction error of auto and heuristic + overhead, the overhead measured on the `tuned`
+    sessions only; errors on both sets: {"overhead", "tuned": {...}, "held_out": {...}}."""
+    walked = {path: walk(read_records(path)) for path in [*tuned, *held_out]}
+    overhead = measured_overhead(walked[path] for path in tuned)
+    out: dict[str, Any] = {"overhead": overhead}
+    for name, paths in (("tuned", tuned), ("held_out", held_out)):
+        errs = predictions((iv for path in paths for iv in walked[path]), overhead)
+        out[name] = {method: summarize(values) for method, values in errs.items()}
+        out[name]["files"] = [path.name for path in paths]
+    return out
 
 
 def session_files(folder: Path) -> Iterator[Path]:

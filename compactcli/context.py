@@ -34,8 +34,9 @@ from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.layers.estimate import HeavyResult, TopResults, UsageTracker
 from compactcli.layers.micro import MicroIndex, MicroOptions, cleared
 
-METHODS = ("seed", "heuristic", "api", "usage")
-DEFAULT_METHOD = "heuristic"
+METHODS = ("auto", "seed", "heuristic", "api", "usage")
+DEFAULT_METHOD = "heuristic"  # for the thresholds of micro, summarize and replay
+ESTIMATE_METHOD = "auto"  # estimate's: what the next call would send (docs/design.md, "Estimate")
 CACHE_FILE = "count_tokens.json"
 CACHE_MAX_ENTRIES = 20_000
 
@@ -109,10 +110,11 @@ class _Conversation:
         self.messages = 0
         self.tool_results = 0
         self.seed = tok.SeedCounter() if method == "seed" else None
-        heuristic = method == "heuristic" or detail
+        heuristic = method in ("heuristic", "auto") or detail
         self.heuristic = tok.HeuristicCounter() if heuristic else None
         self.sent: list[dict] | None = [] if method == "api" else None
-        self.usage = UsageTracker() if method == "usage" else None
+        self.usage = UsageTracker() if method in ("usage", "auto") else None
+        self.at_call: int | None = None  # auto: the heuristic count when the last recorded call was sent
         self.top = TopResults(top) if top else None
         self.tool_names: dict[str, str] = {}
 
@@ -136,6 +138,7 @@ class ContextCounter:
         model: str | None = None,
         cache: TokenCache | None = None,
         client: Any = None,
+        overhead: int | None = None,
     ) -> None:
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; one of {', '.join(METHODS)}")
@@ -146,6 +149,10 @@ class ContextCounter:
         self.model = model
         self.cache = cache if cache is not None else TokenCache(None)
         self.client = client
+        # What the log does not hold but every call sends (system prompt, tool definitions): added to
+        # heuristic counts; auto's default is the dialect's measured one.
+        default = dialect.default_overhead if method == "auto" else 0
+        self.overhead = overhead if overhead is not None else default
         self._main = self._new(0)
         # Sub-agent records count only while no main-conversation message has been seen.
         sides = dialect.has_side_conversations
@@ -182,14 +189,20 @@ class ContextCounter:
                     self._add(conversation, entry, message, line)
             return
         if conversation.usage is not None:
+            calls = conversation.usage.calls
             usage = dialect.usage(record)
             if usage is not None:
                 conversation.usage.add(usage, dialect.call_id(record))
             call = dialect.recorded_call(record)
             if call is not None:
                 conversation.usage.add_call(*call)
+            if conversation.heuristic is not None and (call is not None or conversation.usage.calls != calls):
+                conversation.at_call = conversation.heuristic.tokens  # what the recorded call was sent
         message = dialect.message(record)
         if message is None:
+            seen = dialect.seen_by_model(record)
+            if seen is not None:
+                self._add_seen(conversation, seen)
             instructions = dialect.instructions(record)
             if instructions is not None:
                 self._instructions = {"role": "system", "content": instructions}
@@ -203,6 +216,13 @@ class ContextCounter:
             self._has_main = True
             self._side = None
         self._add(conversation, record, message, line)
+
+    def _add_seen(self, conversation: _Conversation, message: dict) -> None:
+        # Not a message of the conversation (seed counts message objects only), but sent to the model.
+        if conversation.heuristic is not None:
+            conversation.heuristic.add(message)
+        if conversation.sent is not None:
+            conversation.sent.append(message)
 
     def _add_instructions(self, conversation: _Conversation) -> None:
         # Sent with every call, not a message: counted by the heuristic and api, not by seed.
@@ -314,6 +334,11 @@ class ContextCounter:
         conv = self.active
         if conv.seed is not None:
             return conv.seed.tokens
+        if self.method == "auto":
+            assert conv.heuristic is not None and conv.usage is not None
+            if conv.usage.last is not None and conv.at_call is not None:
+                return conv.usage.last + conv.heuristic.tokens - conv.at_call
+            return conv.heuristic.tokens + self.overhead
         if conv.usage is not None:
             return conv.usage.last
         if conv.sent is not None:
@@ -321,7 +346,16 @@ class ContextCounter:
                 self._api_tokens = self._count(conv.sent)
             return self._api_tokens
         assert conv.heuristic is not None
-        return conv.heuristic.tokens
+        return conv.heuristic.tokens + self.overhead
+
+    @property
+    def method_used(self) -> str:
+        """How the figure was made: auto says which of its two ways it took."""
+        if self.method != "auto":
+            return self.method
+        conv = self.active
+        recorded = conv.usage is not None and conv.usage.last is not None and conv.at_call is not None
+        return "usage+heuristic" if recorded else "heuristic+overhead"
 
     def _count(self, messages: list[dict]) -> int:
         from compactcli.backends import anthropic as backend

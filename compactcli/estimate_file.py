@@ -25,6 +25,7 @@ def estimate_stream(
     *,
     method: str,
     fmt: str | None,
+    overhead: int | None = None,
     on_invalid: str,
     max_tokens: int | None,
     top: int = 0,
@@ -35,7 +36,9 @@ def estimate_stream(
     """Count one open, seekable file, its records in the order of its conversations."""
     dialect = dialect_for(source, path, fmt)
     cache = TokenCache.default() if use_cache else None
-    counter = ContextCounter(dialect, method, detail=True, top=top, micro=micro, model=model, cache=cache)
+    counter = ContextCounter(
+        dialect, method, detail=True, top=top, micro=micro, model=model, cache=cache, overhead=overhead
+    )
     unreadable = 0
     reader = ConversationLines(source, path, on_invalid, dialect)
     for line in reader:
@@ -46,7 +49,7 @@ def estimate_stream(
     tokens = counter.tokens
     stats: dict = {
         "dialect": dialect.name,
-        "method": method,
+        "method": counter.method_used,
         "tokens": tokens,
         "by_category": counter.by_category,
         "messages": counter.messages,

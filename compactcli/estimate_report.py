@@ -234,6 +234,9 @@ def print_calibration(result: dict, output_format: str, files: int) -> None:
         for method in CALIBRATED:
             stats = result[method]
             writer.writerow((method, *("" if stats.get(f) is None else stats.get(f) for f in fields)))
+        for method, stats in result["next_call"].items():
+            row = ("" if stats.get(f) is None else stats.get(f) for f in fields)
+            writer.writerow((f"next-call:{method}", *row))
         click.echo(out.getvalue(), nl=False)
         return
     titles = ("intervals", *fields[1:])
@@ -246,6 +249,13 @@ def print_calibration(result: dict, output_format: str, files: int) -> None:
             spec = "+.1%" if name in ("bias", "total") else ".1%"
             cells.append(f"{'-' if value is None else format(value, spec):>9}")
         click.echo(f"{method:<10} " + " ".join(cells))
+    for method, stats in result["next_call"].items():
+        label = "auto" if method == "auto" else "heuristic + overhead"
+        figures = ", ".join(
+            f"{name} {'-' if stats.get(name) is None else format(stats[name], '.1%')}"
+            for name in ("median", "p90", "worst")
+        )
+        click.echo(f"next call, {label}: {stats['n']} calls, {figures}")
     skipped = ", ".join(f"{reason} {count}" for reason, count in sorted(result["skipped"].items()))
     click.echo(
         f"{files} file{'s' if files != 1 else ''}; error = (estimated - recorded) / recorded "

@@ -812,3 +812,53 @@ def test_the_cli_in_a_subprocess_without_importing_anthropic(tmp_path: Path) -> 
     assert done.returncode == 1
     assert json.loads(done.stdout)["status"] == "over"
     assert done.stderr.strip().splitlines()[-1] == "False"
+
+
+# --- auto (the default): the last recorded context plus what came after it; else heuristic + overhead --
+
+
+def test_auto_is_the_last_recorded_context_plus_the_heuristic_of_what_followed(tmp_path: Path) -> None:
+    usage = {"input_tokens": 1000, "cache_read_input_tokens": 5000, "cache_creation_input_tokens": 0}
+    after = [
+        cc_assistant([{"type": "text", "text": "I will read it. " * 40}], "a1", usage=usage),
+        cc_user("now the other file " * 30, "u2"),
+    ]
+    path = write(tmp_path / "t.jsonl", [cc_user("read setup.py", "u1"), *after])
+    row = one(path)  # no --method: auto
+    assert row["method"] == "usage+heuristic"
+    followed = one(write(tmp_path / "after.jsonl", after), "--method", "heuristic")["tokens"]
+    assert followed > 150
+    assert row["tokens"] == 6000 + followed
+    # --overhead is not added where a call is recorded: the recording holds the system prompt already.
+    assert one(path, "--overhead", "999")["tokens"] == row["tokens"]
+
+
+def test_auto_without_a_recorded_call_is_heuristic_plus_the_dialects_overhead(tmp_path: Path) -> None:
+    plain = write(tmp_path / "plain.jsonl", [{"role": "user", "content": "hello " * 50}])
+    heuristic = one(plain, "--method", "heuristic")["tokens"]
+    row = one(plain)
+    assert (row["method"], row["tokens"]) == ("heuristic+overhead", heuristic)  # anthropic: 0 by default
+    assert one(plain, "--overhead", "1500")["tokens"] == heuristic + 1500
+    assert one(plain, "--method", "heuristic", "--overhead", "1500")["tokens"] == heuristic + 1500
+    claude_code = write(tmp_path / "cc.jsonl", [cc_user("hello " * 50, "u1")])
+    measured = dialects.get("claude-code").default_overhead
+    assert measured == 17_586  # docs: the median over the sessions it was tuned on
+    cc_heuristic = one(claude_code, "--method", "heuristic")["tokens"]
+    assert one(claude_code)["tokens"] == cc_heuristic + measured
+
+
+def test_attachments_are_counted_where_the_model_sees_them(tmp_path: Path) -> None:
+    records = [cc_user("fix the build", "u1")]
+    attachment = {
+        "type": "attachment",
+        "uuid": "at1",
+        "parentUuid": "u1",
+        "isSidechain": False,
+        "sessionId": "s1",
+        "attachment": {"type": "queued_command", "prompt": "also update the changelog " * 40},
+    }
+    without = one(write(tmp_path / "a.jsonl", records), "--method", "heuristic")["tokens"]
+    with_it = one(write(tmp_path / "b.jsonl", [*records, attachment]), "--method", "heuristic")["tokens"]
+    assert with_it - without >= 120  # 1,040 characters of prompt
+    seed_with = one(write(tmp_path / "c.jsonl", [*records, attachment]), "--method", "seed")["tokens"]
+    assert seed_with == seed([records[0]["message"]])  # seed is the formula over message objects only

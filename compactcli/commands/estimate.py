@@ -9,7 +9,7 @@ import click
 
 from compactcli import runner
 from compactcli.cache import RunCache
-from compactcli.context import DEFAULT_METHOD, METHODS
+from compactcli.context import ESTIMATE_METHOD, METHODS
 from compactcli.errors import EXIT_CODES_HELP, OK
 from compactcli.estimate_file import NO_USAGE, OUTPUT_FORMATS, OVER, UNDER, estimate_file
 from compactcli.estimate_report import EstimateFigures, calibration_files, print_calibration
@@ -28,9 +28,12 @@ count the base_instructions of session_meta.
 
 \b
 Methods (--method):
-  heuristic  calibrated estimate of what the model is billed for the
-             messages (default; about 8% median error on recorded
-             sessions, see --calibrate)
+  auto       what the next model call would send (default): the context
+             recorded at the last call (Claude Code usage, Codex
+             token_count) plus the heuristic count of what came after;
+             without a recorded call, heuristic + --overhead. Each file
+             says which it took (usage+heuristic, heuristic+overhead)
+  heuristic  calibrated estimate of the messages (+ --overhead, default 0)
   seed       len(str(messages)) // 4, the reference agent loop's trigger
   api        messages.count_tokens (exact; needs ANTHROPIC_API_KEY;
              --model); answers are cached by content hash under
@@ -56,8 +59,11 @@ The category split is always the heuristic's; with another method it shows where
 are. --top N lists the N heaviest tool results that micro would clear (line, tool, tokens), with
 micro's settings from the configuration file, if any: what micro would save.
 
---calibrate: PATHS are Claude Code sessions; print each method's error against their recorded
-usage instead.
+--overhead N: tokens every call sends that logs do not hold (system prompt, tool definitions).
+auto's default is the dialect's, measured on recorded sessions (claude-code: 17,586; others 0).
+
+--calibrate: PATHS are sessions with recorded usage; print each method's error against it instead,
+and how well auto and heuristic + overhead predict each next call.
 
 \b
 Examples:
@@ -76,9 +82,15 @@ Examples:
 @click.option(
     "--method",
     type=click.Choice(METHODS),
-    default=DEFAULT_METHOD,
+    default=ESTIMATE_METHOD,
     show_default=True,
     help="How tokens are counted (see above).",
+)
+@click.option(
+    "--overhead",
+    type=click.IntRange(0),
+    default=None,
+    help="Tokens every call sends that logs do not hold (default: the dialect's for auto, 0 else).",
 )
 @click.option("--max-tokens", type=click.IntRange(0), default=None, help="Exit 1 if a file is over N tokens.")
 @click.option("--top", type=click.IntRange(0), default=0, help="List the N heaviest tool results per file.")
@@ -88,6 +100,7 @@ Examples:
 def estimate(
     inputs: Inputs,
     method,
+    overhead,
     max_tokens,
     top,
     model,
@@ -116,6 +129,7 @@ def estimate(
     worker: Callable[[str], Outcome] = partial(
         estimate_file,
         method=method,
+        overhead=overhead,
         fmt=inputs.dialect,
         on_invalid=inputs.on_invalid,
         max_tokens=max_tokens,

@@ -51,6 +51,9 @@ class Dialect:
     results_first: bool = True
     # Sub-agents keep conversations of their own inside the file (Dialect.is_side).
     has_side_conversations: bool = False
+    # Tokens every model call sends that the file does not hold (system prompt, tool definitions), for
+    # estimate's auto method where no call is recorded; measured where the files record usage.
+    default_overhead: int = 0
     # summarize and replay can write a compaction the dialect's agent resumes from (summary_records).
     writes_compactions: bool = True
     # One response's records may have tool results written between them (Claude Code); otherwise a
@@ -113,6 +116,11 @@ class Dialect:
         """For a BOUNDARY record, the records the new context starts with (as this dialect's records),
         when the boundary carries them itself."""
         return []
+
+    def seen_by_model(self, record: dict) -> dict | None:
+        """For a record that is no message but whose content the model is sent (Claude Code attachments:
+        queued prompts, reminders, file contents), an Anthropic-shaped user message of that content."""
+        return None
 
     def instructions(self, record: dict) -> str | None:
         """A system prompt the file records (sent with every call, kept across compactions), or None."""

@@ -45,6 +45,22 @@ RECORD_TYPES = {
 IDENTITY = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "slug", "agentId")
 
 
+# Attachment fields that describe it for the UI rather than carry what the model reads.
+_NOT_SENT = {"type", "displayPath", "commandMode", "isInitial", "itemCount", "skillCount"}
+
+
+def _strings(value: object) -> Iterator[str]:
+    """The text in a JSON value: its strings, in order."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
 def is_compact_boundary(record: dict) -> bool:
     return record.get("type") == "system" and record.get("subtype") == "compact_boundary"
 
@@ -83,6 +99,9 @@ class ClaudeCodeDialect(Dialect):
     results_first = False  # Claude Code moves tool results to the front itself when it sends them
     results_inside_responses = True  # one response split over records, its tool results between them
     has_side_conversations = True
+    # Median of the first recorded call less the heuristic count before it, over the 10 sessions of
+    # ../shared/corpus tuned on (vsla-*, mclaude-*): docs/design.md, "Estimate".
+    default_overhead = 17_586
 
     def fit(self, record: dict) -> int:
         kind = record.get("type")
@@ -124,6 +143,13 @@ class ClaudeCodeDialect(Dialect):
 
     def is_side(self, record: dict) -> bool:
         return is_sidechain(record)
+
+    def seen_by_model(self, record: dict) -> dict | None:
+        """Attachment records (2.1.9x and later): Claude Code sends their text with the next turn."""
+        if record.get("type") != "attachment" or not isinstance(record.get("attachment"), dict):
+            return None
+        texts = list(_strings({k: v for k, v in record["attachment"].items() if k not in _NOT_SENT}))
+        return {"role": "user", "content": [{"type": "text", "text": "\n".join(texts)}]} if texts else None
 
     def new_order(self) -> ChainOrder:
         return ChainOrder(self.new_tracker())
