@@ -3,8 +3,8 @@
 Python's json accepts what orjson rejects (NaN, lone surrogate escapes). Such lines are still valid
 transcripts, so they are parsed with the stdlib and, if they change, written back with it too.
 
-Numbers are written back as they were read (DESIGN.md 4): orjson turns `1e400` into an error,
-`1.0000000000000000001` into `1.0` and an integer beyond 64 bits into a float. The stdlib reads a
+Numbers are written back as they were read (docs/design.md, "Lossless"): orjson turns `1e400` into
+an error, `1.0000000000000000001` into `1.0` and an integer beyond 64 bits into a float. The stdlib reads a
 float that would not survive as a `Number` that remembers its text. Reading stays fast: only when a
 changed line is written, and its original bytes hold such a literal (long digit runs, three-digit
 exponents: a cheap scan whose false alarms only cost speed), is the original read again with the

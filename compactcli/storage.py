@@ -111,7 +111,7 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def _make_private_dirs(folder: Path) -> None:
-    """Create ``folder`` and each missing parent 0700, whatever the umask (DESIGN.md 4, "Trust")."""
+    """Create ``folder`` and each missing parent 0700, whatever the umask (docs/design.md, "Trust")."""
     missing = []
     for part in (folder, *folder.parents):
         if os.path.lexists(part):
@@ -195,7 +195,7 @@ def _refuse_unless_mine(what: Path, st: os.stat_result, kind: str) -> None:
 class ArchiveFolder:
     """An archive folder checked once and then used only through a descriptor of it.
 
-    DESIGN.md 4, "Trust": a real directory owned by the user and not writable by group or others;
+    docs/design.md, "Trust": a real directory owned by the user and not writable by group or others;
     every name in it is opened relative to that descriptor without following symlinks, so a
     link planted in it (``manifest.jsonl`` -> ``~/.bashrc``) is refused, never written through.
     """
@@ -313,7 +313,7 @@ def _archive_folder(
 
 @contextlib.contextmanager
 def file_lock(path: Path, archive_dir: Path | None = None) -> Iterator[None]:
-    """Hold the one-writer lock of ``path`` or raise Busy (DESIGN.md 4, "Concurrency").
+    """Hold the one-writer lock of ``path`` or raise Busy (docs/design.md, "Concurrency").
 
     The lock is an flock on the transcript itself (the file a symlink points to), so nothing is
     created to lock it and nothing is left behind. After the lock is acquired the path must still
@@ -824,7 +824,7 @@ class Replacement:
 
 @contextlib.contextmanager
 def output_file(target: Path) -> Iterator[BinaryIO]:
-    """Where ``-o PATH`` writes (DESIGN.md 4, "Output targets"). A regular file (or a new one) is
+    """Where ``-o PATH`` writes (docs/design.md, "Output targets"). A regular file (or a new one) is
     replaced atomically when the block ends without an error. Anything else — a device such as
     /dev/null, a FIFO, a terminal — is written into, as the shell's ``>`` would, and never
     replaced by a regular file."""

@@ -187,7 +187,7 @@ class SummaryEdit:
     def set_summary(self, text: str, backend: str, redactions: dict[str, int]) -> None:
         if getattr(self.summarizer, "redact", True):
             # Whatever wrote it (a model, a Message Batch result), a summary holds no secret that
-            # redaction knows (DESIGN.md 4); redacting twice changes nothing more.
+            # redaction knows (docs/design.md, "Secrets"); redacting twice changes nothing more.
             text, found = redaction.redact(text)
             redactions = dict(Counter(redactions) + found)
         self.summary = text

@@ -250,7 +250,7 @@ def replay(
             limit, keep = combos[0]
             options = micro_settings({**layer, "keep": keep})
             archive = lambda entries: READ_ONLY_ARCHIVE  # noqa: E731
-            if output or timeline or archive_dir:  # a plain replay only reads (DESIGN.md 4)
+            if output or timeline or archive_dir:  # a plain replay only reads (docs/design.md)
                 folder = storage.default_archive_dir(source.place, Path(archive_dir) if archive_dir else None)
                 archive = archiver(source, chosen, folder)
             run = _new_replay(chosen, count, summarizer, archive, limit, options)
