@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -148,3 +149,15 @@ def plain(value: Any) -> Any:
     if isinstance(value, Number):
         return float(value)
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
+def json_strings(value: object) -> Iterator[str]:
+    """The text in a parsed JSON value: its strings, in order."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from json_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from json_strings(item)

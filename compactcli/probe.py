@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 from compactcli.dialects import Dialect
 from compactcli.errors import BadInput
+from compactcli.jsonio import json_strings
 from compactcli.transcript import dialect_for, read_lines
 
 CATEGORIES = ("paths", "commands", "errors", "urls", "identifiers", "numbers", "instructions")
@@ -92,18 +93,6 @@ def _squash(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-def _strings(value: object) -> Iterator[str]:
-    """Every string inside a JSON value."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 @dataclass
 class _Span:
     """Text of the replaced part, by what it is."""
@@ -135,9 +124,9 @@ class _Span:
                         command = " ".join(map(str, command))
                     if isinstance(command, str) and command.strip():
                         self.commands.append(command)
-                self.texts.extend(_strings(block["input"]))
+                self.texts.extend(json_strings(block["input"]))
             elif kind == "tool_result":
-                self.texts.extend(_strings(block.get("content")))
+                self.texts.extend(json_strings(block.get("content")))
 
 
 def _ordered(found: Iterable[str]) -> list[str]:
@@ -194,7 +183,7 @@ def probe(
     pieces: list[str] = []
     compacted = False
     for record in _records(summarized, summarized_path, on_invalid):
-        pieces.extend(_strings(record))
+        pieces.extend(json_strings(record))
         compacted = compacted or summary_dialect.compaction(record) is not None
         message = summary_dialect.normalize(record)
         if message is not None:

@@ -6,9 +6,8 @@ import json
 
 import click
 
-from compactcli import dialects
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP, CompactError
-from compactcli.options import InputPath
+from compactcli.options import InputPath, dialect_option
 from compactcli.transcript import ON_INVALID, open_input
 
 HELP = """Check how much of what a summary replaced survives in it.
@@ -42,13 +41,7 @@ def table(result) -> str:
 @click.command(help=HELP, epilog=EXIT_CODES_HELP + " Here 1: retention below --min-retention.")
 @click.argument("original", type=InputPath(allow_dash=True, exists=True, dir_okay=False))
 @click.argument("summarized", type=InputPath(allow_dash=True, exists=True, dir_okay=False))
-@click.option(
-    "--dialect",
-    "fmt",
-    type=click.Choice(dialects.NAMES),
-    default=None,
-    help="Transcript dialect (default: detected per file).",
-)
+@dialect_option()
 @click.option(
     "--on-invalid",
     type=click.Choice(ON_INVALID),
@@ -71,14 +64,14 @@ def table(result) -> str:
     metavar="R",
     help="Exit 1 when the overall retention is below R (0 to 1).",
 )
-def probe(original: str, summarized: str, fmt, on_invalid: str, output_format: str, min_retention):
+def probe(original: str, summarized: str, dialect, on_invalid: str, output_format: str, min_retention):
     from compactcli.probe import probe as measure
 
     if original == summarized == "-":
         raise click.UsageError("only one of ORIGINAL and SUMMARIZED can be stdin")
     try:
         with open_input(original) as (source, source_name), open_input(summarized) as (result, name):
-            outcome = measure(source, source_name, result, name, fmt=fmt, on_invalid=on_invalid)
+            outcome = measure(source, source_name, result, name, fmt=dialect, on_invalid=on_invalid)
     except CompactError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(exc.exit_code) from None

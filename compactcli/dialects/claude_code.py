@@ -22,6 +22,7 @@ from compactcli.dialects.base import (
     scan_blocks,
     set_block_content,
 )
+from compactcli.jsonio import json_strings
 
 MESSAGE_TYPES = ("user", "assistant")
 # Record types Claude Code writes; newer ones (which all carry sessionId) are recognised by that key.
@@ -47,18 +48,6 @@ IDENTITY = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch
 
 # Attachment fields that describe it for the UI rather than carry what the model reads.
 _NOT_SENT = {"type", "displayPath", "commandMode", "isInitial", "itemCount", "skillCount"}
-
-
-def _strings(value: object) -> Iterator[str]:
-    """The text in a JSON value: its strings, in order."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
 
 
 def is_compact_boundary(record: dict) -> bool:
@@ -99,8 +88,8 @@ class ClaudeCodeDialect(Dialect):
     results_first = False  # Claude Code moves tool results to the front itself when it sends them
     results_inside_responses = True  # one response split over records, its tool results between them
     has_side_conversations = True
-    # Median of the first recorded call less the heuristic count before it, over the 10 sessions of
-    # ../shared/corpus tuned on (vsla-*, mclaude-*): docs/design.md, "Estimate".
+    # Median of the first recorded call less the heuristic count before it, over the 10 real sessions
+    # the estimate was tuned on: docs/design.md, "Estimate".
     default_overhead = 17_586
 
     def fit(self, record: dict) -> int:
@@ -148,7 +137,7 @@ class ClaudeCodeDialect(Dialect):
         """Attachment records (2.1.9x and later): Claude Code sends their text with the next turn."""
         if record.get("type") != "attachment" or not isinstance(record.get("attachment"), dict):
             return None
-        texts = list(_strings({k: v for k, v in record["attachment"].items() if k not in _NOT_SENT}))
+        texts = list(json_strings({k: v for k, v in record["attachment"].items() if k not in _NOT_SENT}))
         return {"role": "user", "content": [{"type": "text", "text": "\n".join(texts)}]} if texts else None
 
     def new_order(self) -> ChainOrder:
