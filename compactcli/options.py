@@ -173,6 +173,14 @@ def dialect_option(help: str = "Transcript dialect (default: detected per file).
     return click.option("--dialect", "dialect", type=click.Choice(dialects.NAMES), default=None, help=help)
 
 
+def on_invalid_option(
+    help: str = "error: a bad line fails its file (exit 65); keep: pass bad lines through unchanged.",
+) -> Callable:
+    return click.option(
+        "--on-invalid", type=click.Choice(ON_INVALID), default="error", show_default=True, help=help
+    )
+
+
 def input_options(*, formats: tuple[str, ...] = ("text", "json")) -> Callable:
     """Paths, discovery, dialect, bad-input handling and how to report (`--format`: `formats`, the
     first one the default)."""
@@ -185,13 +193,7 @@ def input_options(*, formats: tuple[str, ...] = ("text", "json")) -> Callable:
             "--glob", "glob", default="*.jsonl", show_default=True, help="Files to pick in folders."
         ),
         dialect_option(),
-        click.option(
-            "--on-invalid",
-            type=click.Choice(ON_INVALID),
-            default="error",
-            show_default=True,
-            help="error: a bad line fails its file (exit 65); keep: pass bad lines through unchanged.",
-        ),
+        on_invalid_option(),
         click.option(
             "-j",
             "--jobs",

@@ -7,8 +7,8 @@ import json
 import click
 
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP, CompactError
-from compactcli.options import InputPath, dialect_option
-from compactcli.transcript import ON_INVALID, open_input
+from compactcli.options import InputPath, dialect_option, on_invalid_option
+from compactcli.transcript import open_input
 
 HELP = """Check how much of what a summary replaced survives in it.
 
@@ -42,13 +42,7 @@ def table(result) -> str:
 @click.argument("original", type=InputPath(allow_dash=True, exists=True, dir_okay=False))
 @click.argument("summarized", type=InputPath(allow_dash=True, exists=True, dir_okay=False))
 @dialect_option()
-@click.option(
-    "--on-invalid",
-    type=click.Choice(ON_INVALID),
-    default="error",
-    show_default=True,
-    help="error: a bad line fails (exit 65); keep: pass over bad lines.",
-)
+@on_invalid_option("error: a bad line fails (exit 65); keep: pass over bad lines.")
 @click.option(
     "--format",
     "output_format",

@@ -28,6 +28,7 @@ from compactcli.options import (
     format_options,
     micro_options,
     micro_settings,
+    on_invalid_option,
     summarizer_options,
 )
 from compactcli.replay_file import (
@@ -40,7 +41,7 @@ from compactcli.replay_file import (
     write_timeline,
 )
 from compactcli.report import FAILED, TEXT, Figures, Outcome, Report
-from compactcli.transcript import ON_INVALID, STDIN
+from compactcli.transcript import STDIN
 
 ESTIMATORS = ("seed", "heuristic", "api")
 WHAT_IF_ARCHIVE = "(not archived: what-if run)"
@@ -151,13 +152,7 @@ INT_LIST = IntList()
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
 @click.argument("path", type=InputPath(allow_dash=True, exists=True, dir_okay=False, readable=False))
 @dialect_option("Transcript dialect (default: detected).")
-@click.option(
-    "--on-invalid",
-    type=click.Choice(ON_INVALID),
-    default="error",
-    show_default=True,
-    help="error: a bad line stops the replay (exit 65); keep: skip bad lines.",
-)
+@on_invalid_option("error: a bad line stops the replay (exit 65); keep: skip bad lines.")
 @click.option(
     "--threshold",
     type=INT_LIST,
