@@ -86,7 +86,17 @@ COMMANDS = {
     "validate": ("validate",),
     "replay": ("replay", "--backend", "digest", "-o", "out.jsonl"),
 }
-REFUSED = [pytest.param(path, id=name(path)) for path in corpus_files() if expectation(path).dialect is None]
+REFUSED = [
+    pytest.param(path, id=name(path)) for path in corpus_files() if expectation(path).dialect is None
+] or [
+    pytest.param(
+        None,
+        id="none",
+        marks=pytest.mark.skip(
+            reason="every corpus file is read by a dialect; tests/test_detection.py refuses fixtures"
+        ),
+    )
+]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
