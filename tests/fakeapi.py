@@ -2,7 +2,7 @@
 
 It answers what the SDK sends for the endpoints compactcli uses:
 
-    POST /v1/messages                          -> a Message
+    POST /v1/messages                          -> a Message (server-sent events when `"stream": true`)
     POST /v1/messages/count_tokens             -> {"input_tokens": N}
     POST /v1/messages/batches                  -> a MessageBatch (in_progress)
     GET  /v1/messages/batches/{id}             -> the MessageBatch (ends after `batch_polls` GETs)
@@ -17,6 +17,10 @@ response carries a `request-id` header; errors have the API's shape
         api.plan("messages", error_reply(429, retry_after=0.01), Reply(body={...}))
         api.always("count_tokens", error_reply(529))
         api.reply_text = lambda body: "summary of " + body["messages"][0]["content"]
+        api.reply_blocks = lambda body: [{"type": "tool_use", "id": "toolu_1", "name": "Bash", ...}]
+
+Like the real API it refuses (400, with the real message's wording) a conversation whose tool_use
+and tool_result blocks are not paired, so a client that sends a broken history is caught.
 """
 
 from __future__ import annotations
@@ -131,6 +135,8 @@ class FakeAnthropic:
         self.requests: list[Recorded] = []
         self.reply_text: Callable[[dict[str, Any]], str] = _default_reply_text
         self.token_count: Callable[[dict[str, Any]], int] = _default_token_count
+        # The content blocks of a reply; None: one text block of `reply_text`.
+        self.reply_blocks: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         # GETs of a batch that report it in_progress before it has ended.
         self.batch_polls = 1
         # custom_id -> result object ({"type": "errored", "error": {...}}, {"type": "expired"})
@@ -278,16 +284,25 @@ class FakeAnthropic:
         return Reply(body="\n".join(lines) + "\n", headers={"content-type": "application/binary"})
 
     def _message(self, body: dict[str, Any], message_id: str) -> dict[str, Any]:
-        text = self.reply_text(body)
+        if self.reply_blocks is not None:
+            content = self.reply_blocks(body)
+            written = json.dumps(content)
+        else:
+            written = self.reply_text(body)
+            content = [{"type": "text", "text": written}]
+        uses_tools = any(b.get("type") == "tool_use" for b in content)
         return {
             "id": message_id,
             "type": "message",
             "role": "assistant",
             "model": body["model"],
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
+            "content": content,
+            "stop_reason": "tool_use" if uses_tools else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": self.token_count(body), "output_tokens": len(text) // 4 + 1},
+            "usage": {
+                "input_tokens": self.token_count(body),
+                "output_tokens": len(written) // 4 + 1,
+            },
         }
 
     def _create_batch(self, requests: list[dict[str, Any]]) -> dict[str, Any]:
@@ -341,6 +356,34 @@ class FakeAnthropic:
         return {"type": "succeeded", "message": message}
 
 
+def _events(message: dict[str, Any]) -> str:
+    """A Message as the stream of server-sent events the API sends for `"stream": true`."""
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}}
+    ]
+    for index, block in enumerate(message["content"]):
+        if block.get("type") == "tool_use":
+            start = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block.get("input", {}))}
+        else:
+            start = {**block, "text": ""}
+            delta = {"type": "text_delta", "text": block.get("text", "")}
+        events += [
+            {"type": "content_block_start", "index": index, "content_block": start},
+            {"type": "content_block_delta", "index": index, "delta": delta},
+            {"type": "content_block_stop", "index": index},
+        ]
+    events += [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": message["usage"]["output_tokens"]},
+        },
+        {"type": "message_stop"},
+    ]
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
 def _public(batch: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in batch.items() if not k.startswith("_")}
 
@@ -382,10 +425,47 @@ def _invalid(endpoint: str, body: Any) -> str | None:
     if not isinstance(messages, list) or not messages:
         return "messages: must be a non-empty list"
     for i, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
-            return f"messages.{i}.role: must be 'user' or 'assistant'"
+        # Claude Code 2.x sends its environment as a `system` message among the turns.
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant", "system"):
+            return f"messages.{i}.role: must be 'user', 'assistant' or 'system'"
         if not isinstance(m.get("content"), str | list):
             return f"messages.{i}.content: must be a string or a list of blocks"
+    return _unpaired(messages)
+
+
+def _ids(message: dict[str, Any], block_type: str, key: str) -> list[str]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [b.get(key) for b in content if isinstance(b, dict) and b.get("type") == block_type]
+
+
+def _unpaired(messages: list[dict[str, Any]]) -> str | None:
+    """The API's pairing rule, in its own words: every tool_use is answered by a tool_result in
+    the very next message, and every tool_result answers a tool_use of the message before it
+    (`system` messages between turns are not turns)."""
+    turns = [(i, m) for i, m in enumerate(messages) if m.get("role") != "system"]
+    for n, (i, message) in enumerate(turns):
+        results = _ids(message, "tool_result", "tool_use_id")
+        before = turns[n - 1][1] if n else {}
+        asked = _ids(before, "tool_use", "id") if message.get("role") == "user" else []
+        stray = [r for r in results if r not in asked]
+        if stray:
+            return (
+                f"messages.{i}.content: unexpected `tool_use_id` found in `tool_result` blocks: "
+                f"{', '.join(map(str, stray))}. Each `tool_result` block must have a corresponding "
+                "`tool_use` block in the previous message."
+            )
+        uses = _ids(message, "tool_use", "id")
+        after = turns[n + 1][1] if n + 1 < len(turns) else None
+        answered = _ids(after, "tool_result", "tool_use_id") if after else []
+        missing = [u for u in uses if u not in answered]
+        if message.get("role") == "assistant" and missing and after is not None:
+            return (
+                f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
+                f"after: {', '.join(map(str, missing))}. Each `tool_use` block must have a "
+                "corresponding `tool_result` block in the next message."
+            )
     return None
 
 
@@ -420,6 +500,17 @@ class _Handler(BaseHTTPRequestHandler):
         rec.request_id = reply.headers.get("request-id", rec.request_id)
         if reply.delay and fake._stopping.wait(reply.delay):
             return  # server stopping: drop the request
+        if (
+            rec.endpoint == "messages"
+            and reply.status == 200
+            and isinstance(body, dict)
+            and body.get("stream")
+            and isinstance(reply.body, dict)
+        ):
+            reply = Reply(
+                body=_events(reply.body),
+                headers={**reply.headers, "content-type": "text/event-stream"},
+            )
         self._send(reply, rec.request_id)
 
     def _send(self, reply: Reply, request_id: str) -> None:

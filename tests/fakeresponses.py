@@ -1,0 +1,209 @@
+"""A fake OpenAI Responses API: a real HTTP server on 127.0.0.1 for the Codex CLI to talk to.
+
+    POST /v1/responses  -> a stream of server-sent events (`response.created`, one
+                           `response.output_item.done` per output item, `response.completed`)
+
+Anything else is answered 404 and recorded, so a test can see what a client asked for. Like the
+real API it refuses (400, in the API's error shape and wording) an input whose function calls and
+outputs are not paired. Tests script the output items per request (`reply_items`) and read
+`requests`.
+
+    with FakeResponses() as api:
+        api.reply_items = lambda body: [function_call("call_1", "exec_command", {"cmd": "ls"})]
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from fakeapi import Recorded
+
+CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+OUTPUTS = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call"}
+
+
+def message(text: str) -> dict[str, Any]:
+    """An assistant message output item."""
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def function_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A function call output item (`arguments` is sent as a JSON string, as the API does)."""
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": json.dumps(arguments)}
+
+
+def input_text(body: dict[str, Any]) -> str:
+    """Every text of the request's input items, one per line: what a test greps for."""
+    return "\n".join(_strings(body.get("input")))
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _default_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [message("done")]
+
+
+class FakeResponses:
+    """The server. Use as a context manager."""
+
+    api_key = "sk-test-fake-responses"
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self.reply_items: Callable[[dict[str, Any]], list[dict[str, Any]]] = _default_items
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> FakeResponses:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        server.daemon_threads = True
+        server.fake = self  # type: ignore[attr-defined]
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-responses"
+        )
+        self._thread.daemon = True
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "server not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def calls(self) -> list[Recorded]:
+        """The POSTs to /v1/responses, oldest first."""
+        with self._lock:
+            return [r for r in self.requests if r.endpoint == "responses"]
+
+    def handle(self, rec: Recorded) -> tuple[int, str, str]:
+        """(status, content type, body) for one request."""
+        with self._lock:
+            self.requests.append(rec)
+            n = next(self._ids)
+        if rec.method != "POST" or rec.path.rstrip("/") != "/v1/responses":
+            return 404, "application/json", _error(f"no route for {rec.method} {rec.path}", None)
+        rec.endpoint = "responses"
+        if not rec.headers.get("authorization", "").startswith("Bearer "):
+            return 401, "application/json", _error("You didn't provide an API key.", None)
+        body = rec.body if isinstance(rec.body, dict) else {}
+        problem = unpaired(body.get("input"))
+        if problem is not None:
+            return 400, "application/json", _error(problem, "input")
+        items = [
+            {"id": f"item_{n}_{i}", "status": "completed", **it}
+            for i, it in enumerate(self.reply_items(body))
+        ]
+        return 200, "text/event-stream", _events(f"resp_fake_{n:06d}", body, items)
+
+
+def unpaired(items: Any) -> str | None:
+    """The API's pairing rule, in its wording: every call in the input has its output, every output
+    its call (the outputs come after their calls)."""
+    if not isinstance(items, list):
+        return "Invalid type for 'input': expected an array."
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        kind, call_id = item.get("type"), item.get("call_id")
+        if kind in CALLS:
+            calls.add(call_id)
+        elif kind in OUTPUTS:
+            if call_id not in calls:
+                return f"No tool call found for function call output with call_id {call_id}."
+            answered.add(call_id)
+    for call_id in calls - answered:
+        return f"No tool output found for function call {call_id}."
+    return None
+
+
+def _error(message: str, param: str | None) -> str:
+    return json.dumps(
+        {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": None}}
+    )
+
+
+def _events(response_id: str, body: dict[str, Any], items: list[dict[str, Any]]) -> str:
+    sent = len(json.dumps(body)) // 4
+    written = len(json.dumps(items)) // 4 + 1
+    response = {"id": response_id, "object": "response", "model": body.get("model"), "status": "in_progress"}
+    usage = {
+        "input_tokens": sent,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": written,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": sent + written,
+    }
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": response}]
+    for index, item in enumerate(items):
+        events.append({"type": "response.output_item.added", "output_index": index, "item": item})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    completed = {**response, "status": "completed", "output": items, "usage": usage}
+    events.append({"type": "response.completed", "response": completed})
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 10
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        fake: FakeResponses = self.server.fake  # type: ignore[attr-defined]
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        path, _, query = self.path.partition("?")
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        rec = Recorded(method=self.command, path=path, query=query, headers=headers, body=body)
+        status, content_type, data = fake.handle(rec)
+        rec.status = status
+        payload = data.encode()
+        try:
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
