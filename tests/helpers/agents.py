@@ -1,0 +1,69 @@
+"""The real coding agents (Claude Code, Codex CLI) as subprocesses, for the tier that resumes the
+sessions compactcli compacted and looks at what the agent then sends the model.
+
+The binaries come from `$COMPACTCLI_CLAUDE` / `$COMPACTCLI_CODEX` when set, else from the npm prefix
+.ci/run installs the pinned versions into (`$COMPACTCLI_AGENTS_PREFIX`, default
+~/.cache/compactcli/agents). Without them the tier skips and says how to enable it. Never the ones on
+PATH: a developer's own agent may be any version, and its settings live in the real home.
+
+Each run gets a private home and only the environment it needs: the agent talks to nothing but the
+fake API on 127.0.0.1 and never reads the developer's settings or credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+PREFIX = Path(os.environ.get("COMPACTCLI_AGENTS_PREFIX") or Path.home() / ".cache/compactcli/agents")
+
+_HOW = (
+    "set {var} to its binary, or install the version .ci/run pins: "
+    "npm install --prefix {prefix} {package}@<version>"
+)
+
+
+def agent_binary(name: str, var: str) -> Path | None:
+    """The agent's executable, or None when it is not installed."""
+    given = os.environ.get(var)
+    path = Path(given) if given else PREFIX / "node_modules" / ".bin" / name
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def require_agent(name: str, var: str, package: str) -> Path:
+    """The agent's executable; skips the test, saying how to enable it, when there is none."""
+    found = agent_binary(name, var)
+    if found is None:
+        pytest.skip(f"{name} is not installed: " + _HOW.format(var=var, prefix=PREFIX, package=package))
+    return found
+
+
+def agent_env(home: Path, **extra: str) -> dict[str, str]:
+    """A bare environment: the system PATH (the agents run shell commands), a private HOME, `extra`."""
+    path = os.pathsep.join(p for p in ("/usr/local/bin", "/usr/bin", "/bin") if Path(p).is_dir())
+    return {"PATH": path, "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb", **extra}
+
+
+def run_agent(
+    argv: list[str | Path], *, cwd: Path, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run the agent with stdin closed (it must not wait for a prompt) and capture its output."""
+    return subprocess.run(
+        [str(a) for a in argv],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def copy_home(source: Path, target: Path) -> Path:
+    """A fresh copy of a home an agent wrote its session into, so each test resumes its own copy."""
+    shutil.copytree(source, target, symlinks=True)
+    return target
