@@ -17,7 +17,18 @@ from typing import BinaryIO
 import orjson
 
 from compactcli.dialects import Dialect
-from compactcli.layers.micro import COPY_SLOT, MicroIndex, MicroOptions, Plan, apply, plan
+from compactcli.layers.micro import (
+    COPY_SLOT,
+    DROP_SLOT,
+    IMAGE_SLOT,
+    PARENT_SLOT,
+    THINKING_SLOT,
+    MicroIndex,
+    MicroOptions,
+    Plan,
+    apply,
+    plan,
+)
 from compactcli.transcript import Line, copy_range, dialect_for, diff_line, dump_line, parse_line
 
 
@@ -29,7 +40,7 @@ class MicroEdit:
     on_invalid: str
     stats: dict
     spool: BinaryIO | None = None
-    spooled: dict[int, tuple[int, int, list[tuple[int, str]]]] = field(default_factory=dict)
+    spooled: dict[int, tuple[int, int, list]] = field(default_factory=dict)
     spans: dict[int, tuple[int, int]] = field(default_factory=dict)  # line -> (offset, length) in source
     archive_first = False  # a placeholder does not name the archive
     sha256 = ""
@@ -58,7 +69,10 @@ class MicroEdit:
             return offset, length, self.spool.read(spooled[1])
         source.seek(offset)
         line = parse_line(source.read(length), self.path, number, self.on_invalid)
-        apply(self.dialect, line.record, todo)
+        if line.record is None:
+            return offset, length, line.raw
+        if not apply(self.dialect, line.record, todo):
+            return offset, length, b""  # dropped
         return offset, length, dump_line(line)
 
     def write(self, source: BinaryIO, out: BinaryIO) -> None:
@@ -74,6 +88,9 @@ class MicroEdit:
     def describe(self, source: BinaryIO) -> Iterator[str]:
         for number, todo in sorted(self.clears.items()):
             for slot, placeholder in todo:
+                if slot in _STRATEGY_CHANGES:
+                    yield f"{self.path}:{number}: {_STRATEGY_CHANGES[slot]}"
+                    continue
                 if slot == COPY_SLOT:
                     yield f"{self.path}:{number}: clear the UI copy of a cleared tool result -> {placeholder}"
                     continue
@@ -86,9 +103,18 @@ class MicroEdit:
         for number in sorted(self.clears):
             offset, length, new = self._new_line(source, number)
             source.seek(offset)
-            yield f"@@ -{number},1 +{number},1 @@\n"
+            yield f"@@ -{number},1 +{number},{1 if new else 0} @@\n"
             yield "-" + diff_line(source.read(length))
-            yield "+" + diff_line(new)
+            if new:
+                yield "+" + diff_line(new)
+
+
+_STRATEGY_CHANGES = {
+    IMAGE_SLOT: "replace images with a placeholder (--keep-images)",
+    DROP_SLOT: "drop the record",
+    PARENT_SLOT: "point the record at the nearest ancestor kept (its parent is dropped)",
+    THINKING_SLOT: "drop thinking blocks of an earlier turn (--drop-thinking)",
+}
 
 
 def _copy_candidates(dialect: Dialect, index: MicroIndex, options: MicroOptions, record: dict) -> list:
@@ -112,7 +138,12 @@ def analyze(
 ) -> MicroEdit:
     """Read the file once and decide what micro clears. `estimator(dialect)` backs --trigger-tokens."""
     dialect = dialect_for(source, path, fmt)
-    index = MicroIndex(dialect, placeholder=options.placeholder)
+    index = MicroIndex(dialect, placeholder=options.placeholder, truncate=options.truncate)
+    strategies = None
+    if options.strategies:
+        from compactcli.layers.micro_strategies import StrategyIndex
+
+        strategies = StrategyIndex(dialect, options)
     counter = estimator(dialect) if (estimator and options.trigger_tokens) else None
     order = dialect.new_order()  # Claude Code: the parentUuid chain decides which results are the last
     edit = MicroEdit(path, dialect, {}, on_invalid, {}, spool=tempfile.TemporaryFile())
@@ -135,6 +166,9 @@ def analyze(
                 counter.add(record)
             if order is not None:
                 order.add(number, start, record)
+            if strategies is not None:  # before `apply` below changes the record
+                strategies.add(number, record)
+                edit.spans[number] = (start, len(raw))
             candidates = []
             copies = index.copy_count
             facts = index.add(number, record)
@@ -156,14 +190,32 @@ def analyze(
         edit.close()
         raise
     if order is not None:
-        index.follow([line for line, _ in order.order()])
+        lines_in_order = [line for line, _ in order.order()]
+        index.follow(lines_in_order)
+        if strategies is not None:
+            strategies.follow(lines_in_order)
     edit.stats = {"dialect": dialect.name, "lines": lines, "tool_results": index.result_count}
     if counter is not None:
         edit.stats["tokens"] = counter.tokens
     if counter is None or counter.tokens > options.trigger_tokens:
-        edit.clears = plan(index, options)
+        edit.clears = plan(index, options, strategies)
     slots = [slot for todo in edit.clears.values() for slot, _ in todo]
-    edit.stats["cleared"] = sum(slot != COPY_SLOT for slot in slots)
+    edit.stats["cleared"] = sum(slot >= -1 for slot in slots)
     if index.copies:
-        edit.stats["ui_copies_cleared"] = len(slots) - edit.stats["cleared"]
+        edit.stats["ui_copies_cleared"] = slots.count(COPY_SLOT)
+    if strategies is not None:
+        edit.stats["strategies"] = options.strategies
+        edit.stats.update(strategy_figures(edit.clears))
     return edit
+
+
+def strategy_figures(clears: Plan) -> dict[str, int]:
+    """How many images, records, parents and thinking blocks the strategies changed."""
+    changes = [change for todo in clears.values() for change in todo]
+    images = sum(len(value) for slot, value in changes if slot == IMAGE_SLOT)  # type: ignore[arg-type]
+    return {
+        "images_removed": images,
+        "records_dropped": sum(slot == DROP_SLOT for slot, _ in changes),
+        "records_relinked": sum(slot == PARENT_SLOT for slot, _ in changes),
+        "thinking_removed": sum(slot == THINKING_SLOT for slot, _ in changes),
+    }

@@ -277,6 +277,12 @@ MICRO_OPTION_NAMES = (
     "placeholder",
     "clear_multimodal",
     "trigger_tokens",
+    "dedupe_reads",
+    "keep_images",
+    "truncate",
+    "drop_progress",
+    "drop_sidechains",
+    "drop_thinking",
 )
 
 
@@ -327,8 +333,63 @@ def micro_options(
             show_default=True,
             help=trigger_help or "Leave files whose token estimate is at most N alone (0: always apply).",
         ),
+        # Opt-in strategies (docs/design.md, "Micro strategies").
+        click.option(
+            "--dedupe-reads",
+            is_flag=True,
+            help="Also clear a file's read result that a later read or write of the file supersedes "
+            "(preserved tools too: the newer copy is in the context).",
+        ),
+        click.option(
+            "--keep-images",
+            type=click.IntRange(0),
+            default=None,
+            metavar="N",
+            help="Keep only the last N images of each conversation; the others become a placeholder "
+            "naming their media type and size.",
+        ),
+        click.option(
+            "--truncate",
+            type=HeadTail(),
+            default=None,
+            metavar="HEAD:TAIL",
+            help="Keep the first HEAD and last TAIL characters of a cleared text result (the cut marked "
+            "with its length) instead of the placeholder.",
+        ),
+        click.option(
+            "--drop-progress",
+            is_flag=True,
+            help="Claude Code: drop progress records (the model never sees them); their children are "
+            "re-linked to the nearest record kept.",
+        ),
+        click.option(
+            "--drop-sidechains",
+            is_flag=True,
+            help="Claude Code: drop the records of sub-agents whose Task has returned its result.",
+        ),
+        click.option(
+            "--drop-thinking",
+            is_flag=True,
+            help="Drop thinking before the current turn (the API needs the current turn's unchanged).",
+        ),
     ]
     return lambda func: _decorated(func, options)
+
+
+class HeadTail(click.ParamType):
+    """HEAD:TAIL, two counts of characters (--truncate)."""
+
+    name = "HEAD:TAIL"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from compactcli.layers.micro import Cut
+
+        if isinstance(value, Cut):
+            return value
+        head, sep, tail = str(value).partition(":")
+        if not sep or not head.isdigit() or not tail.isdigit():
+            self.fail(f"{value!r} is not HEAD:TAIL (two counts of characters, e.g. 200:200)", param, ctx)
+        return Cut(int(head), int(tail))
 
 
 def micro_settings(given: dict) -> MicroOptions:
@@ -348,6 +409,12 @@ def micro_settings(given: dict) -> MicroOptions:
         placeholder=given["placeholder"],
         clear_multimodal=given["clear_multimodal"],
         trigger_tokens=given["trigger_tokens"],
+        dedupe_reads=given.get("dedupe_reads", False),
+        keep_images=given.get("keep_images"),
+        truncate=given.get("truncate"),
+        drop_progress=given.get("drop_progress", False),
+        drop_sidechains=given.get("drop_sidechains", False),
+        drop_thinking=given.get("drop_thinking", False),
     )
 
 

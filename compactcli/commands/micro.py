@@ -49,12 +49,20 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
     cleared result is dropped; in a Codex rollout the UI's copy (exec_command_end output,
     patch_apply_end stdout/stderr, matched by call_id) is cleared too.
 
+    Opt-in strategies (each idempotent, none breaks a tool_use/tool_result pair; the manifest names
+    those that ran): --dedupe-reads clears a file's read result that a later read or write of that
+    file supersedes; --keep-images N keeps the last N images; --truncate HEAD:TAIL keeps both ends of
+    a cleared result; Claude Code: --drop-progress, --drop-sidechains (finished sub-agents);
+    --drop-thinking drops thinking before the current turn (a tool-use loop is one turn and keeps its
+    thinking unchanged, as the Messages API requires).
+
     \b
     Examples:
       compactcli micro ~/.claude/projects --min-age 600
       compactcli micro --check transcripts/
       compactcli micro --diff session.jsonl | less
       compactcli micro --keep 10 --preserve Read --preserve Grep session.jsonl
+      compactcli micro --dedupe-reads --keep-images 2 -o small.jsonl session.jsonl
       cat session.jsonl | compactcli micro - > compacted.jsonl
     """
     options = micro_settings(layer)
@@ -67,6 +75,8 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
         "clear_multimodal": options.clear_multimodal,
         "trigger_tokens": options.trigger_tokens,
     }
+    if options.strategies:  # recorded only when given: the manifest of a default run stays as it was
+        manifest_options["strategies"] = options.strategies
     estimator = None
     if options.trigger_tokens:
         from compactcli import context  # 25 ms of imports that a plain micro run does not need

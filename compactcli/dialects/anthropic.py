@@ -5,14 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from compactcli.dialects.base import (
+    BLOCKS,
     FITS,
     NO,
     PROVES,
+    THINKING_BLOCKS,
     Dialect,
+    FileAccess,
+    Image,
     ToolResult,
     ToolUse,
+    block_images,
     blocks_tool_results,
     blocks_tool_uses,
+    message_file_accesses,
+    replace_block_images,
     scan_blocks,
     set_block_content,
 )
@@ -74,6 +81,36 @@ class AnthropicDialect(Dialect):
 
     def summary_records(self, text: str, *, context_records: list[dict], **_: object) -> list[dict]:
         return [{"role": "user", "content": text}]
+
+    def file_accesses(self, record: dict) -> list[FileAccess]:
+        return message_file_accesses(self.normalize(record))
+
+    def images(self, record: dict) -> list[Image]:
+        return block_images(record.get("content"))
+
+    def replace_images(self, record: dict, which: frozenset[int]) -> None:
+        replace_block_images(record.get("content"), which)
+
+    def thinking(self, record: dict) -> str | None:
+        """BLOCKS only: a message of thinking alone stays (dropping it would join two user messages)."""
+        if record.get("role") != "assistant":
+            return None
+        flags = _thinking_flags(record.get("content"))
+        return BLOCKS if any(flags) and not all(flags) else None
+
+    def drop_thinking(self, record: dict) -> None:
+        content = record["content"]
+        flags = _thinking_flags(content)
+        record["content"] = [block for block, thinking in zip(content, flags, strict=True) if not thinking]
+
+
+def _thinking_flags(content: object) -> list[bool]:
+    """Which blocks are thinking, stringified SDK blocks included."""
+    if not isinstance(content, list):
+        return []
+    blocks = normalize_content(content)
+    assert isinstance(blocks, list)
+    return [isinstance(block, dict) and block.get("type") in THINKING_BLOCKS for block in blocks]
 
 
 ANTHROPIC = AnthropicDialect()

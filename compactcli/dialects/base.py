@@ -17,6 +17,10 @@ MAIN = "main"  # key of the main conversation; sub-agent conversations get their
 BOUNDARY = "boundary"  # a marker record; the summary follows it
 SUMMARY = "summary"  # the record that carries the summary (older Claude Code: no boundary before it)
 
+# What Dialect.thinking says of a record.
+WHOLE = "whole"
+BLOCKS = "blocks"
+
 # How well one record matches a dialect (Dialect.fit), for detection (docs/design.md, "Detection").
 NO, FITS, PROVES = 0, 1, 2
 
@@ -34,6 +38,33 @@ class ToolResult:
 class ToolUse:
     id: str
     name: str
+
+
+@dataclass(slots=True, frozen=True)
+class FileAccess:
+    """A tool call that reads or writes one file (micro --dedupe-reads). `part` tells reads of parts of
+    a file apart (an offset and limit, a line range): "" is the whole file."""
+
+    tool_use_id: str
+    tool: str
+    path: str
+    writes: bool
+    part: str = ""
+
+
+@dataclass(slots=True, frozen=True)
+class Image:
+    """An image a record carries (micro --keep-images): its media type and size in bytes (decoded), or
+    the address of an image given by URL."""
+
+    media_type: str
+    size: int
+    url: str = ""
+
+    def placeholder(self) -> str:
+        if self.url:
+            return f"[image removed: {self.url[:200]}]"
+        return f"[image removed: {self.media_type}, {self.size:,} bytes]"
 
 
 class Dialect:
@@ -90,6 +121,39 @@ class Dialect:
         """Tool use ids whose result this record repeats elsewhere than in the conversation (a UI copy
         on a record of its own); micro clears such a copy with the result."""
         return []
+
+    # -- what micro's opt-in strategies ask (docs/design.md, "Micro strategies") ---------------------
+
+    def file_accesses(self, record: dict) -> list[FileAccess]:
+        """The record's tool calls that read or write a file."""
+        return []
+
+    def images(self, record: dict) -> list[Image]:
+        """The images the record carries, in a fixed walk order (user blocks and tool results)."""
+        return []
+
+    def replace_images(self, record: dict, which: frozenset[int]) -> None:
+        """Replace the images numbered `which` (in the order of `images`) with a text placeholder."""
+
+    def is_progress(self, record: dict) -> bool:
+        """A record only the UI reads (a tool's or hook's progress): never sent to the model."""
+        return False
+
+    def sub_agent_calls(self, record: dict) -> list[tuple[str, str]]:
+        """(tool use id, prompt) of each call in the record that starts a sub-agent."""
+        return []
+
+    def sub_agent_prompt(self, record: dict) -> str | None:
+        """For the first record of a sub-agent's conversation, the prompt it was started with."""
+        return None
+
+    def thinking(self, record: dict) -> str | None:
+        """WHOLE when the record is only the model's thinking (dropping the record drops it), BLOCKS
+        when some of its blocks are (drop_thinking removes them), None otherwise."""
+        return None
+
+    def drop_thinking(self, record: dict) -> None:
+        """Remove the thinking blocks of a record `thinking` says BLOCKS of."""
 
     # -- conversations of a file ---------------------------------------------------------------
 
@@ -257,3 +321,118 @@ def blocks_tool_results(content: object) -> list[ToolResult]:
 
 def set_block_content(content: list, slot: int, value: object) -> None:
     content[slot]["content"] = value
+
+
+# -- content-block rules micro's strategies share (Anthropic-shaped blocks) ---------------------------
+
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+# Tools that read or write a file, by name (lower case), for dialects without fixed tool names; the path
+# is the first of PATH_KEYS in the call's input, the part read the values of PART_KEYS.
+READ_TOOLS = frozenset({"read", "read_file", "readfile", "view", "view_file", "open_file", "cat"})
+WRITE_TOOLS = frozenset(
+    {"write", "write_file", "edit", "edit_file", "multiedit", "create_file", "str_replace", "replace_in_file"}
+)
+PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path")
+PART_KEYS = ("offset", "limit", "start_line", "end_line", "line_start", "line_end", "view_range", "lines")
+
+
+def input_path(arguments: object, keys: tuple[str, ...] = PATH_KEYS) -> str | None:
+    if not isinstance(arguments, dict):
+        return None
+    for key in keys:
+        value = arguments.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def input_part(arguments: dict, keys: tuple[str, ...] = PART_KEYS) -> str:
+    """Which part of a file a read covers, as a stable string ("" when the whole file)."""
+    return repr(tuple(arguments.get(key) for key in keys)) if any(key in arguments for key in keys) else ""
+
+
+def named_file_access(tool_use_id: str, name: str, arguments: object) -> FileAccess | None:
+    """A read or write recognised by the tool's name and a path-like input key."""
+    lowered = name.lower()
+    if lowered not in READ_TOOLS and lowered not in WRITE_TOOLS:
+        return None
+    path = input_path(arguments)
+    if path is None or not isinstance(arguments, dict):
+        return None
+    writes = lowered in WRITE_TOOLS
+    return FileAccess(tool_use_id, name, path, writes, "" if writes else input_part(arguments))
+
+
+def message_file_accesses(message: dict | None) -> list[FileAccess]:
+    """named_file_access over the tool_use blocks of an Anthropic-shaped message."""
+    content = message.get("content") if message else None
+    found: list[FileAccess] = []
+    if not isinstance(content, list):
+        return found
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+            access = named_file_access(block["id"], str(block.get("name", "")), block.get("input"))
+            if access is not None:
+                found.append(access)
+    return found
+
+
+def base64_size(data: object) -> int:
+    if not isinstance(data, str):
+        return 0
+    return len(data) * 3 // 4 - (2 if data.endswith("==") else 1 if data.endswith("=") else 0)
+
+
+def data_url_image(url: object) -> Image:
+    """An image given as a URL: a data URL's media type and decoded size, or the address itself."""
+    url = url if isinstance(url, str) else ""
+    if url.startswith("data:") and ";base64," in url:
+        media, data = url[5:].split(";base64,", 1)
+        return Image(media or "image", base64_size(data))
+    return Image("image", 0, url or "(no address)")
+
+
+def block_image(block: dict) -> Image:
+    source = block.get("source")
+    source = source if isinstance(source, dict) else {}
+    if source.get("type") == "url":
+        return Image("image", 0, str(source.get("url") or "(no address)"))
+    return Image(str(source.get("media_type") or "image"), base64_size(source.get("data")))
+
+
+def image_places(content: object) -> list[tuple[list, int]]:
+    """Where the image blocks of an Anthropic content list are, tool results' content included."""
+    found: list[tuple[list, int]] = []
+    if not isinstance(content, list):
+        return found
+    for index, block in enumerate(content):
+        if isinstance(block, dict):
+            kind = block.get("type")
+            if kind == "image":
+                found.append((content, index))
+            elif kind == "tool_result":
+                found.extend(image_places(block.get("content")))
+    return found
+
+
+def block_images(content: object) -> list[Image]:
+    return [block_image(blocks[index]) for blocks, index in image_places(content)]
+
+
+def replace_block_images(content: object, which: frozenset[int]) -> None:
+    for number, (blocks, index) in enumerate(image_places(content)):
+        if number in which:
+            blocks[index] = {"type": "text", "text": block_image(blocks[index]).placeholder()}
+
+
+def blocks_thinking(content: object) -> str | None:
+    if not isinstance(content, list) or not content:
+        return None
+    thinking = [isinstance(b, dict) and b.get("type") in THINKING_BLOCKS for b in content]
+    if not any(thinking):
+        return None
+    return WHOLE if all(thinking) else BLOCKS
+
+
+def without_thinking(content: list) -> list:
+    return [b for b in content if not (isinstance(b, dict) and b.get("type") in THINKING_BLOCKS)]

@@ -15,12 +15,20 @@ from compactcli.dialects.base import (
     SUMMARY,
     ConversationTracker,
     Dialect,
+    FileAccess,
+    Image,
     ToolResult,
     ToolUse,
+    block_images,
+    blocks_thinking,
     blocks_tool_results,
     blocks_tool_uses,
+    input_part,
+    input_path,
+    replace_block_images,
     scan_blocks,
     set_block_content,
+    without_thinking,
 )
 from compactcli.jsonio import json_strings
 
@@ -40,6 +48,18 @@ RECORD_TYPES = {
     "custom-title",
 }
 
+
+# Claude Code's file tools: the input key naming the file, and whether the tool writes it.
+FILE_TOOLS = {
+    "Read": ("file_path", False),
+    "Write": ("file_path", True),
+    "Edit": ("file_path", True),
+    "MultiEdit": ("file_path", True),
+    "NotebookEdit": ("notebook_path", True),
+}
+READ_PARTS = ("offset", "limit", "pages")  # a Read of part of a file
+# Tools that start a sub-agent (its records are a sidechain whose first prompt is the call's prompt).
+SUB_AGENT_TOOLS = ("Task", "Agent")
 
 # Fields of a record that say which session (and sub-agent) it belongs to; copied onto the records
 # a compaction writes so that the session still resumes. Order as Claude Code writes them.
@@ -129,6 +149,60 @@ class ClaudeCodeDialect(Dialect):
 
     def new_tracker(self) -> ConversationTracker:
         return SidechainTracker()
+
+    # -- micro's strategies (docs/design.md, "Micro strategies") --
+
+    def file_accesses(self, record: dict) -> list[FileAccess]:
+        found: list[FileAccess] = []
+        for use in _tool_use_blocks(self.message(record)):
+            rule = FILE_TOOLS.get(use.get("name"))
+            path = input_path(use.get("input"), (rule[0],)) if rule else None
+            if rule is None or path is None:
+                continue
+            part = "" if rule[1] else input_part(use["input"], READ_PARTS)
+            found.append(FileAccess(use["id"], use["name"], path, rule[1], part))
+        return found
+
+    def images(self, record: dict) -> list[Image]:
+        message = self.message(record)
+        return block_images(message.get("content")) if message else []
+
+    def replace_images(self, record: dict, which: frozenset[int]) -> None:
+        replace_block_images(record["message"]["content"], which)
+        record.pop("toolUseResult", None)  # the UI's copy of a tool's image (a Read of a picture)
+
+    def is_progress(self, record: dict) -> bool:
+        return record.get("type") == "progress"
+
+    def sub_agent_calls(self, record: dict) -> list[tuple[str, str]]:
+        return [
+            (use["id"], use["input"]["prompt"])
+            for use in _tool_use_blocks(self.message(record))
+            if use.get("name") in SUB_AGENT_TOOLS
+            and isinstance(use.get("input"), dict)
+            and isinstance(use["input"].get("prompt"), str)
+        ]
+
+    def sub_agent_prompt(self, record: dict) -> str | None:
+        """A sidechain's first record (parentUuid null) is the user message with the Task's prompt."""
+        if not is_sidechain(record) or record.get("type") != "user" or record.get("parentUuid") is not None:
+            return None
+        content = record["message"].get("content") if isinstance(record.get("message"), dict) else None
+        if isinstance(content, list):
+            texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+            content = "\n".join(t for t in texts if isinstance(t, str))
+        return content if isinstance(content, str) else None
+
+    def thinking(self, record: dict) -> str | None:
+        """Claude Code writes each block of a response as a record of its own: a thinking record is
+        dropped whole (its child re-linked to its parent)."""
+        message = self.message(record)
+        if message is None or record.get("type") != "assistant":
+            return None
+        return blocks_thinking(message.get("content"))
+
+    def drop_thinking(self, record: dict) -> None:
+        record["message"]["content"] = without_thinking(record["message"]["content"])
 
     def is_side(self, record: dict) -> bool:
         return is_sidechain(record)
@@ -367,6 +441,13 @@ class _Chain:
                 out.append(ordered[index])
                 index += 1
         return out
+
+
+def _tool_use_blocks(message: dict | None) -> list[dict]:
+    content = message.get("content") if message else None
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b]
 
 
 def _only_results(content: object) -> bool:

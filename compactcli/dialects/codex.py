@@ -9,10 +9,25 @@ agent messages, command output, token counts); `session_meta` and `turn_context`
 from __future__ import annotations
 
 import json
+import posixpath
+import re
+import shlex
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 
-from compactcli.dialects.base import BOUNDARY, NO, PROVES, Dialect, ToolResult, ToolUse
+from compactcli.dialects.base import (
+    BOUNDARY,
+    NO,
+    PROVES,
+    WHOLE,
+    Dialect,
+    FileAccess,
+    Image,
+    ToolResult,
+    ToolUse,
+    data_url_image,
+    named_file_access,
+)
 from compactcli.dialects.openai import call_arguments
 
 RECORD_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
@@ -319,6 +334,115 @@ class CodexDialect(Dialect):
         present = [name for name in fields if isinstance(payload.get(name), str)]
         for index, name in enumerate(present):
             payload[name] = content if index == 0 else ""
+
+    # -- micro's strategies (docs/design.md, "Micro strategies") --
+
+    def file_accesses(self, record: dict) -> list[FileAccess]:
+        entry = item(record)
+        if entry is None or entry.get("type") not in CALLS or not isinstance(entry.get("call_id"), str):
+            return []
+        return call_file_accesses(entry)
+
+    def images(self, record: dict) -> list[Image]:
+        return [data_url_image(part.get("image_url")) for part in _image_parts(record)]
+
+    def replace_images(self, record: dict, which: frozenset[int]) -> None:
+        for number, part in enumerate(_image_parts(record)):
+            if number in which:
+                text = data_url_image(part.get("image_url")).placeholder()
+                part.clear()  # the same dict, in place: its list is not walked again here
+                part.update({"type": "input_text", "text": text})
+
+    def thinking(self, record: dict) -> str | None:
+        """A reasoning item is a line of its own: dropped whole."""
+        entry = item(record)
+        return WHOLE if entry is not None and entry.get("type") == "reasoning" else None
+
+
+def _image_parts(record: dict) -> list[dict]:
+    """input_image parts of a message or of a call output's content items."""
+    entry = item(record)
+    if entry is None:
+        return []
+    if entry.get("type") == "message":
+        parts = entry.get("content")
+    elif entry.get("type") in OUTPUTS:
+        parts = entry.get("output")
+        if isinstance(parts, dict):
+            parts = parts.get("content")
+    else:
+        return []
+    if not isinstance(parts, list):
+        return []
+    return [part for part in parts if isinstance(part, dict) and part.get("type") == "input_image"]
+
+
+# A shell command that only prints one file: `cat FILE`, or `sed -n 'A,Bp' FILE` (a part of it).
+_SHELL_SPECIAL = re.compile(r"[|;&<>$`\n(){}*?!~\\]")
+_SED_RANGE = re.compile(r"^\d+(,\d+)?p$")
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE)
+PATCH_TOOLS = ("apply_patch",)
+
+
+def _command_text(entry: dict) -> tuple[str | None, str]:
+    """(the shell command, the folder it ran in) of a call, when it runs one."""
+    arguments = _arguments(entry)
+    if not isinstance(arguments, dict):
+        return None, ""
+    folder = arguments.get("workdir") or arguments.get("working_directory") or ""
+    command = arguments.get("cmd", arguments.get("command"))
+    if isinstance(command, list) and all(isinstance(word, str) for word in command):
+        if len(command) == 3 and command[1] in ("-lc", "-c"):
+            command = command[2]
+        else:
+            command = shlex.join(command)
+    return (command if isinstance(command, str) else None), folder if isinstance(folder, str) else ""
+
+
+def _in_folder(path: str, folder: str) -> str:
+    return posixpath.normpath(posixpath.join(folder, path)) if folder else posixpath.normpath(path)
+
+
+def read_command(command: str) -> tuple[str, str] | None:
+    """(file, part) a shell command only prints, or None. Anything beyond one plain `cat FILE` or
+    `sed -n 'A,Bp' FILE` (pipes, globs, variables, several files) is no read."""
+    if _SHELL_SPECIAL.search(command):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if len(words) == 2 and words[0] == "cat" and not words[1].startswith("-"):
+        return words[1], ""
+    if len(words) == 4 and words[:2] == ["sed", "-n"] and _SED_RANGE.match(words[2]):
+        if not words[3].startswith("-"):
+            return words[3], words[2]
+    return None
+
+
+def call_file_accesses(entry: dict) -> list[FileAccess]:
+    """Reads by `cat`/`sed -n` and writes by apply_patch (each file the patch names) of one call."""
+    call_id, name = entry["call_id"], call_name(entry)
+    custom = entry.get("type") == "custom_tool_call"
+    if name in PATCH_TOOLS or (custom and "*** Begin Patch" in str(entry.get("input"))):
+        patch = entry.get("input") if custom else _arguments(entry)
+        if isinstance(patch, dict):
+            patch = patch.get("input") or patch.get("patch")
+        if not isinstance(patch, str):
+            return []
+        paths = [match.group(1) or match.group(2) for match in _PATCH_FILE.finditer(patch)]
+        return [FileAccess(call_id, name, _in_folder(path.strip(), ""), True) for path in paths]
+    command, folder = _command_text(entry)
+    if command is None:
+        access = named_file_access(call_id, name, _arguments(entry))  # read_file and the like
+        return [access] if access is not None else []
+    if command.lstrip().startswith("apply_patch") and "*** Begin Patch" in command:
+        paths = [match.group(1) or match.group(2) for match in _PATCH_FILE.finditer(command)]
+        return [FileAccess(call_id, name, _in_folder(path.strip(), folder), True) for path in paths]
+    read = read_command(command)
+    if read is None:
+        return []
+    return [FileAccess(call_id, name, _in_folder(read[0], folder), False, read[1])]
 
 
 # --- a compaction, written the way Codex writes a local one (docs/design.md, "Codex rollouts") ----------

@@ -5,7 +5,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from compactcli.dialects.base import FITS, NO, PROVES, Dialect, ToolResult, ToolUse
+from compactcli.dialects.base import (
+    FITS,
+    NO,
+    PROVES,
+    Dialect,
+    FileAccess,
+    Image,
+    ToolResult,
+    ToolUse,
+    data_url_image,
+    message_file_accesses,
+)
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _OWN_ROLES = ("system", "developer", "tool", "function")
@@ -128,6 +139,37 @@ class OpenAIDialect(Dialect):
             if key not in message:
                 message[key] = [] if isinstance(value, list) else None
         return [message]
+
+    def file_accesses(self, record: dict) -> list[FileAccess]:
+        if not record.get("tool_calls"):
+            return []
+        return message_file_accesses(self.normalize(record))
+
+    def images(self, record: dict) -> list[Image]:
+        return [data_url_image(_part_url(part)) for part in _image_parts(record)]
+
+    def replace_images(self, record: dict, which: frozenset[int]) -> None:
+        content = record["content"]
+        for number, index in enumerate(_image_indexes(record)):
+            if number in which:
+                image = data_url_image(_part_url(content[index]))
+                content[index] = {"type": "text", "text": image.placeholder()}
+
+
+def _image_indexes(record: dict) -> list[int]:
+    content = record.get("content")
+    if not isinstance(content, list):
+        return []
+    return [i for i, part in enumerate(content) if isinstance(part, dict) and part.get("type") == "image_url"]
+
+
+def _image_parts(record: dict) -> list[dict]:
+    return [record["content"][index] for index in _image_indexes(record)]
+
+
+def _part_url(part: dict) -> object:
+    url = part.get("image_url")
+    return url.get("url") if isinstance(url, dict) else url
 
 
 OPENAI = OpenAIDialect()

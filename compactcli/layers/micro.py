@@ -2,20 +2,56 @@
 
 Pure logic in steps, so a file can be streamed twice instead of held: `MicroIndex.add` sees every record
 once and remembers only small facts per tool result; `plan` decides which results to clear; `apply` clears
-them in one record.
+them in one record. The opt-in strategies (docs/design.md, "Micro strategies") keep their own index
+(layers/micro_strategies.py) and add their changes to the same plan.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from compactcli.dialects import Dialect
+
+if TYPE_CHECKING:
+    from compactcli.layers.micro_strategies import StrategyIndex
 
 DEFAULT_PLACEHOLDER = "[Previous: used {tool_name}]"
 DEFAULT_PRESERVE = frozenset({"read_file", "Read"})
 # A result that may be a placeholder already in place is remembered verbatim (idempotence).
 _REMEMBER_TEXT_UP_TO = 4096
+
+
+@dataclass(frozen=True)
+class Cut:
+    """--truncate: a cleared text result keeps its first `head` and last `tail` characters."""
+
+    head: int
+    tail: int
+
+
+# What replaces the middle of a truncated result; `is_truncation` recognises it (idempotence).
+_CUT_MARK = "\n[... {:,} characters truncated ...]\n"
+_CUT_MARK_PATTERN = re.compile(r"\n\[\.\.\. [0-9,]+ characters truncated \.\.\.\]\n")
+
+
+def cut_text(text: str, cut: Cut) -> str:
+    tail = text[len(text) - cut.tail :] if cut.tail else ""
+    return text[: cut.head] + _CUT_MARK.format(len(text) - cut.head - cut.tail) + tail
+
+
+def shortens(chars: int, cut: Cut) -> bool:
+    """Whether truncating a text of `chars` characters makes it shorter (the mark has a length too)."""
+    removed = chars - cut.head - cut.tail
+    return removed > len(_CUT_MARK.format(removed))
+
+
+def is_truncation(text: str, cut: Cut) -> bool:
+    """A text `cut_text` wrote with these HEAD and TAIL: truncating it again would change it."""
+    found = _CUT_MARK_PATTERN.match(text, cut.head)
+    return found is not None and found.end() + cut.tail == len(text)
 
 
 @dataclass(frozen=True)
@@ -26,17 +62,40 @@ class MicroOptions:
     placeholder: str = DEFAULT_PLACEHOLDER
     clear_multimodal: bool = False
     trigger_tokens: int = 0
+    # Opt-in strategies (docs/design.md, "Micro strategies"); none of them is on by default.
+    dedupe_reads: bool = False
+    keep_images: int | None = None
+    truncate: Cut | None = None
+    drop_progress: bool = False
+    drop_sidechains: bool = False
+    drop_thinking: bool = False
 
     def render(self, tool_name: str) -> str:
         # str.replace, not format: a user's placeholder may contain other braces.
         return self.placeholder.replace("{tool_name}", tool_name)
 
-    def placeholder_for(self, fact: ResultFact, tool_name: str) -> str | None:
-        """What the result becomes if it is old enough to clear, or None when it is kept anyway."""
+    @property
+    def strategies(self) -> list[str]:
+        """The opt-in strategies in force, as the manifest and reports name them."""
+        named = [
+            "dedupe-reads" if self.dedupe_reads else "",
+            f"keep-images={self.keep_images}" if self.keep_images is not None else "",
+            f"truncate={self.truncate.head}:{self.truncate.tail}" if self.truncate else "",
+            "drop-progress" if self.drop_progress else "",
+            "drop-sidechains" if self.drop_sidechains else "",
+            "drop-thinking" if self.drop_thinking else "",
+        ]
+        return [name for name in named if name]
+
+    def placeholder_for(self, fact: ResultFact, tool_name: str, superseded: bool = False) -> str | Cut | None:
+        """What the result becomes if it is old enough to clear (or `superseded`: a newer copy of the
+        file is in the context, so even a preserved tool's result goes), or None when it is kept."""
         if not fact.is_text and not self.clear_multimodal:
             return None
-        if fact.chars <= self.min_chars or tool_name in self.preserve:
+        if fact.chars <= self.min_chars or (tool_name in self.preserve and not superseded):
             return None
+        if self.truncate is not None and fact.is_text:
+            return self.truncate if shortens(fact.chars, self.truncate) and not fact.truncated else None
         placeholder = self.render(tool_name)
         return None if fact.text == placeholder else placeholder  # None: cleared by an earlier run
 
@@ -49,6 +108,7 @@ class ResultFact:
     is_text: bool
     chars: int
     text: str | None  # the content when it is a short string
+    truncated: bool = False  # --truncate: the content is a truncation already (idempotence)
 
 
 def content_chars(content: object) -> int:
@@ -84,6 +144,7 @@ class MicroIndex:
     copy_count: int = 0
 
     placeholder: str = DEFAULT_PLACEHOLDER
+    truncate: Cut | None = None
 
     def __post_init__(self) -> None:
         self._tracker = self.dialect.new_tracker()
@@ -110,6 +171,8 @@ class MicroIndex:
             is_text = isinstance(content, str)
             short = content if is_text and self._may_be_placeholder(content) else None
             fact = ResultFact(line, result.slot, result.tool_use_id, is_text, content_chars(content), short)
+            if self.truncate is not None and is_text:
+                fact.truncated = is_truncation(content, self.truncate)
             self.results.setdefault(conversation, []).append(fact)
             added.append(fact)
         return added
@@ -131,34 +194,87 @@ class MicroIndex:
         return sum(len(facts) for facts in self.results.values())
 
 
-Plan = dict[int, list[tuple[int, str]]]  # line -> [(slot, new content)]
+Change = tuple[int, object]  # (slot, value): a tool result's slot and its new content, or one of below
+Plan = dict[int, list[Change]]  # line -> changes
 COPY_SLOT = -2  # marks the clearing of a UI copy (a record of its own that repeats one result)
+# The strategies' changes (value in brackets): images replaced (frozenset of their numbers), the record
+# dropped (None), its parent changed (the new parent), its thinking blocks removed (None).
+IMAGE_SLOT, DROP_SLOT, PARENT_SLOT, THINKING_SLOT = -3, -4, -5, -6
 
 
-def cleared(index: MicroIndex, options: MicroOptions) -> Iterable[tuple[ResultFact, str]]:
-    """Each result micro clears, with its placeholder: all but the last `keep` of each conversation,
-    less the exceptions."""
+def cleared(
+    index: MicroIndex, options: MicroOptions, superseded: frozenset[tuple[int, int]] = frozenset()
+) -> Iterable[tuple[ResultFact, str | Cut]]:
+    """Each result micro clears, with what it becomes: all but the last `keep` of each conversation,
+    less the exceptions, and the `superseded` ones ((line, slot): --dedupe-reads)."""
     for facts in index.results.values():
-        if len(facts) <= options.keep:
-            continue
-        old = facts[: len(facts) - options.keep] if options.keep > 0 else facts
-        for fact in old:
-            placeholder = options.placeholder_for(fact, index.tool_name(fact.tool_use_id))
+        old = max(len(facts) - options.keep, 0)
+        for position, fact in enumerate(facts):
+            stale = bool(superseded) and (fact.line, fact.slot) in superseded
+            if position >= old and not stale:
+                continue
+            placeholder = options.placeholder_for(fact, index.tool_name(fact.tool_use_id), stale)
             if placeholder is not None:
                 yield fact, placeholder
 
 
-def plan(index: MicroIndex, options: MicroOptions) -> Plan:
-    """Which results to clear, by line."""
+def plan(index: MicroIndex, options: MicroOptions, strategies: StrategyIndex | None = None) -> Plan:
+    """Which results to clear, by line, and the strategies' changes."""
     clears: Plan = {}
-    for fact, placeholder in cleared(index, options):
+    superseded = strategies.superseded(index) if strategies is not None else frozenset()
+    for fact, placeholder in cleared(index, options, superseded):
         clears.setdefault(fact.line, []).append((fact.slot, placeholder))
-        # The UI's copy of a cleared result would keep what was cleared.
+        # The UI's copy of a cleared result would keep what was cleared (a placeholder, even with --truncate).
         for line in index.copies.get(fact.tool_use_id or "", ()):
-            clears.setdefault(line, []).append((COPY_SLOT, placeholder))
+            copy = (
+                placeholder
+                if isinstance(placeholder, str)
+                else options.render(index.tool_name(fact.tool_use_id))
+            )
+            clears.setdefault(line, []).append((COPY_SLOT, copy))
+    if strategies is not None:
+        for line, changes in strategies.changes().items():
+            if changes[0][0] == DROP_SLOT:
+                clears[line] = changes  # nothing else matters in a record that goes
+            else:
+                clears.setdefault(line, []).extend(changes)
     return clears
 
 
-def apply(dialect: Dialect, record: dict, clears: Iterable[tuple[int, str]]) -> None:
-    for slot, placeholder in clears:
-        dialect.set_result_content(record, slot, placeholder)
+def plan_records(dialect: Dialect, records: list[dict], options: MicroOptions) -> Plan:
+    """`plan` over records held in memory (replay's context), by position."""
+    from compactcli.layers.micro_strategies import StrategyIndex
+
+    index = MicroIndex(dialect, placeholder=options.placeholder, truncate=options.truncate)
+    strategies = StrategyIndex(dialect, options) if options.strategies else None
+    for position, record in enumerate(records):
+        if strategies is not None:
+            strategies.add(position, record)
+        index.add(position, record)
+    return plan(index, options, strategies)
+
+
+def _apply_order(change: Change) -> int:
+    # Images first (their numbers are those of the record as read), results, then the rest.
+    slot = change[0]
+    return 0 if slot == IMAGE_SLOT else 2 if slot in (THINKING_SLOT, PARENT_SLOT) else 1
+
+
+def apply(dialect: Dialect, record: dict, clears: Iterable[Change]) -> bool:
+    """Make the changes to one record; False when the record is to be dropped."""
+    for slot, value in sorted(clears, key=_apply_order):
+        if slot == DROP_SLOT:
+            return False
+        if slot == IMAGE_SLOT:
+            dialect.replace_images(record, value)  # type: ignore[arg-type]
+        elif slot == THINKING_SLOT:
+            dialect.drop_thinking(record)
+        elif slot == PARENT_SLOT:
+            dialect.set_parent(record, value)  # type: ignore[arg-type]
+        elif isinstance(value, Cut):
+            content = next((r.content for r in dialect.tool_results(record) if r.slot == slot), None)
+            if isinstance(content, str):
+                dialect.set_result_content(record, slot, cut_text(content, value))
+        else:
+            dialect.set_result_content(record, slot, value)
+    return True

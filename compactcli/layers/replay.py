@@ -34,7 +34,7 @@ from typing import Any
 from compactcli import jsonio
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.layers import micro
-from compactcli.layers.micro import MicroIndex, MicroOptions
+from compactcli.layers.micro import MicroOptions
 from compactcli.layers.summarize import SUMMARY_PREFIX, Summarizer, nothing_to_summarize, summary_text
 
 DEFAULT_THRESHOLD = 50_000
@@ -305,17 +305,21 @@ class Replay:
         options = self.micro
         if options.trigger_tokens and self._tokens() <= options.trigger_tokens:
             return 0
-        index = MicroIndex(self.dialect, placeholder=options.placeholder)
-        for position, entry in enumerate(self.context):
-            index.add(position, entry.record)
         cleared = 0
-        for position, clears in micro.plan(index, options).items():
+        dropped: set[int] = set()
+        for position, clears in micro.plan_records(self.dialect, self.records(), options).items():
             entry = self.context[position]
-            micro.apply(self.dialect, entry.record, clears)
+            if not micro.apply(self.dialect, entry.record, clears):
+                dropped.add(position)  # a strategy drops the record (micro --drop-thinking)
             entry.changed = True
             cleared += len(clears)
+        if dropped:
+            self.context = [entry for position, entry in enumerate(self.context) if position not in dropped]
         self.cleared += cleared
         return cleared
+
+    def records(self) -> list[dict]:
+        return [entry.record for entry in self.context]
 
     def _tokens(self) -> int:
         return self.count([entry.record for entry in self.context])
