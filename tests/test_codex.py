@@ -639,3 +639,64 @@ def test_real_rollout_through_every_command(original: Path, tmp_path: Path):
         "replay", "--backend", "digest", "-o", tmp_path / "replayed.jsonl", work, cwd=tmp_path
     )
     assert replayed.returncode == 0, replayed.stderr
+
+
+# --- rollouts of Codex 0.171: numbered lines, command output copied as an item_completed event -----------
+
+LOG = "".join(f"compiling module {n} of 40\n" for n in range(1, 41))
+
+
+def _numbered_rollout(path: Path) -> list[dict]:
+    """A rollout the way Codex 0.171 writes one: every line has its `ordinal` (session_meta 0), and a
+    command's output is copied for the UI in an `item_completed` event with a CommandExecution item."""
+
+    def command(call_id: str, cmd: str, output: str) -> list[tuple[str, dict]]:
+        return [
+            ("response_item", {"type": "function_call", "name": "exec_command", "call_id": call_id,
+                               "arguments": json.dumps({"cmd": cmd})}),
+            ("event_msg", {"type": "item_completed", "turn_id": "turn-1",
+                           "item": {"type": "CommandExecution", "id": call_id, "command": cmd,
+                                    "status": "completed", "aggregated_output": output, "exit_code": 0}}),
+            ("response_item", {"type": "function_call_output", "call_id": call_id,
+                               "output": f"Process exited with code 0\nOutput:\n{output}"}),
+        ]  # fmt: skip
+
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Build it."}]}
+    done = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Built."}]}
+    steps = [
+        ("session_meta", {"id": "0199a1b2-0000-7000-8000-0000000000aa", "cwd": "/home/dev/tally"}),
+        ("event_msg", {"type": "task_started", "turn_id": "turn-1"}),
+        ("response_item", user),
+        *command("call_make", "make", LOG),
+        *command("call_test", "make test", LOG.replace("compiling", "testing")),
+        *command("call_ls", "ls", "Makefile\n"),
+        ("response_item", done),
+        ("event_msg", {"type": "task_complete", "turn_id": "turn-1"}),
+    ]
+    records = [
+        {"timestamp": f"2026-11-30T10:00:{n:02d}.000Z", "ordinal": n, "type": kind, "payload": payload}
+        for n, (kind, payload) in enumerate(steps)
+    ]
+    path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
+    return records
+
+
+def test_summarize_numbers_its_records_in_a_numbered_rollout(tmp_path: Path):
+    """Codex 0.171 refuses to resume a rollout whose last line has no ordinal."""
+    rollout = tmp_path / "rollout.jsonl"
+    _numbered_rollout(rollout)
+    run = compactcli("summarize", "--backend", "digest", rollout, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    after = lines_of(rollout)
+    assert [(r["ordinal"], r["type"]) for r in after] == [
+        (0, "session_meta"),
+        (1, "compacted"),
+        (2, "event_msg"),
+    ]
+    assert list(after[1]) == ["timestamp", "ordinal", "type", "payload"]  # Codex's own key order
+
+
+def test_summarize_writes_no_ordinal_into_a_rollout_without_them(rollout: Path, tmp_path: Path):
+    run = compactcli("summarize", "--backend", "digest", rollout, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert not any("ordinal" in r for r in lines_of(rollout))

@@ -316,7 +316,10 @@ class CodexDialect(Dialect):
         new_uuid: Callable[[], str] | None = None,
     ) -> list[dict]:
         context, user_texts = kept_context(context_records)
-        return compaction_records(text, context, user_texts, now or datetime.now(UTC))
+        records = compaction_records(text, context, user_texts, now or datetime.now(UTC))
+        if any(isinstance(record.get("ordinal"), int) for record in context_records):
+            records = numbered_after_session_meta(records)
+        return records
 
     def recorded_call(self, record: dict) -> tuple[int, int, object] | None:
         return last_call_usage(record)
@@ -515,6 +518,16 @@ def compaction_records(summary: str, context: list[dict], user_texts: list[str],
             "payload": {"message": summary, "replacement_history": history},
         },
         {"timestamp": stamp, "type": "event_msg", "payload": {"type": "context_compacted"}},
+    ]
+
+
+def numbered_after_session_meta(records: list[dict]) -> list[dict]:
+    """The records with the `ordinal` newer Codex versions (0.171) give every line: its place in the
+    file, session_meta 0. Codex refuses to resume a rollout whose last line has none, and the
+    compaction's records come right after session_meta (which stays first): 1, 2, ..."""
+    return [
+        {"timestamp": record["timestamp"], "ordinal": number, **record}
+        for number, record in enumerate(records, 1)
     ]
 
 
