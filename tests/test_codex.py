@@ -681,6 +681,25 @@ def _numbered_rollout(path: Path) -> list[dict]:
     return records
 
 
+def test_micro_clears_the_output_copy_in_an_item_completed_event(tmp_path: Path):
+    rollout = tmp_path / "rollout.jsonl"
+    before = _numbered_rollout(rollout)
+    run = compactcli("micro", "--keep", "1", "--json", rollout, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    stats = json.loads(run.stdout)["stats"]
+    assert (stats["cleared"], stats["ui_copies_cleared"]) == (2, 2)
+    after = lines_of(rollout)
+    copies = [r["payload"]["item"] for r in after if r["payload"].get("type") == "item_completed"]
+    assert [c["aggregated_output"] for c in copies] == [
+        "[Previous: used exec_command]",
+        "[Previous: used exec_command]",
+        "Makefile\n",
+    ]
+    assert all(c["exit_code"] == 0 and c["status"] == "completed" for c in copies)
+    assert LOG[:40] not in rollout.read_text()
+    assert [r["ordinal"] for r in after] == [r["ordinal"] for r in before]
+
+
 def test_summarize_numbers_its_records_in_a_numbered_rollout(tmp_path: Path):
     """Codex 0.171 refuses to resume a rollout whose last line has no ordinal."""
     rollout = tmp_path / "rollout.jsonl"

@@ -40,6 +40,9 @@ UI_COPIES = {
     "exec_command_end": ("aggregated_output", "formatted_output", "stdout", "stderr"),
     "patch_apply_end": ("stdout", "stderr"),
 }
+# Codex 0.171 copies a command's output into an `item_completed` event instead, inside its item (a
+# CommandExecution whose `id` is the call id).
+ITEM_COPIES = {"CommandExecution": ("aggregated_output",)}
 LOCAL_SHELL = "local_shell"
 
 
@@ -62,6 +65,19 @@ def event(record: dict) -> dict | None:
         return None
     payload = record.get("payload")
     return payload if isinstance(payload, dict) else None
+
+
+def ui_copy(record: dict) -> tuple[dict, tuple[str, ...], object] | None:
+    """(the object holding a UI copy of a tool's output, the fields that hold it, the call id), else
+    None."""
+    payload = event(record)
+    kind = payload.get("type") if payload is not None else None
+    if kind in UI_COPIES:
+        return payload, UI_COPIES[kind], payload.get("call_id")
+    entry = payload.get("item") if kind == "item_completed" else None
+    if isinstance(entry, dict) and entry.get("type") in ITEM_COPIES:
+        return entry, ITEM_COPIES[entry["type"]], entry.get("id")
+    return None
 
 
 def event_type(record: dict) -> str | None:
@@ -277,11 +293,8 @@ class CodexDialect(Dialect):
         return [ToolResult(entry.get("call_id"), -1, entry.get("output"))]  # as in the file
 
     def result_copies(self, record: dict) -> list[str]:
-        payload = event(record)
-        if payload is None or payload.get("type") not in UI_COPIES:
-            return []
-        call_id = payload.get("call_id")
-        return [call_id] if isinstance(call_id, str) else []
+        copy = ui_copy(record)
+        return [copy[2]] if copy is not None and isinstance(copy[2], str) else []
 
     def compaction(self, record: dict) -> str | None:
         return BOUNDARY if record.get("type") == "compacted" else None
@@ -328,15 +341,15 @@ class CodexDialect(Dialect):
         return base_instructions(record)
 
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
-        payload = record["payload"]
-        fields = UI_COPIES.get(payload.get("type")) if record.get("type") == "event_msg" else None
-        if fields is None:
-            payload["output"] = content
+        copy = ui_copy(record)
+        if copy is None:
+            record["payload"]["output"] = content
             return
         # The UI's copy: the first output field holds the placeholder, the others are emptied.
-        present = [name for name in fields if isinstance(payload.get(name), str)]
+        holder, fields, _ = copy
+        present = [name for name in fields if isinstance(holder.get(name), str)]
         for index, name in enumerate(present):
-            payload[name] = content if index == 0 else ""
+            holder[name] = content if index == 0 else ""
 
     # -- micro's strategies (docs/design.md, "Micro strategies") --
 
