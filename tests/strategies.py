@@ -77,6 +77,8 @@ def _tool_input(name: str) -> st.SearchStrategy[dict[str, Any]]:
         return st.fixed_dictionaries({"command": value})
     if name in ("Read", "Edit", "Write"):
         return st.fixed_dictionaries({"file_path": value})
+    if name == "Task":  # the sub-agent's first message is the prompt (micro --drop-sidechains)
+        return st.fixed_dictionaries({"description": prose(), "prompt": prose()})
     if name in ("todo", "TodoWrite"):
         item = st.fixed_dictionaries({"content": prose(), "status": st.just("pending")})
         return st.fixed_dictionaries({"items": st.lists(item, max_size=3)})
@@ -272,13 +274,26 @@ def _passthrough(draw: st.DrawFn, cc: _ClaudeCode, last: str | None) -> dict[str
     return rec
 
 
+def _passed_through(draw: st.DrawFn, cc: _ClaudeCode, last: str) -> str:
+    """A passthrough record after `last`; what the next record's parent is. Claude Code chains hook
+    progress: the record after it may name it as its parent."""
+    record = _passthrough(draw, cc, last)
+    cc.records.append(record)
+    return record["uuid"] if record["type"] == "progress" and draw(st.booleans()) else last
+
+
 def _cc_conversation(
-    draw: st.DrawFn, cc: _ClaudeCode, sidechain: bool, agent: str | None, depth: int
+    draw: st.DrawFn,
+    cc: _ClaudeCode,
+    sidechain: bool,
+    agent: str | None,
+    depth: int,
+    prompt: str | None = None,
 ) -> None:
-    """One conversation (main or sub-agent), appended to cc.records in file order."""
-    last = cc.add(
-        {**cc.head(None, sidechain, agent), "message": {"role": "user", "content": draw(prose())}}, "user"
-    )
+    """One conversation (main or sub-agent), appended to cc.records in file order; a sub-agent's
+    starts with its Task's prompt."""
+    first = prompt if prompt is not None else draw(prose())
+    last = cc.add({**cc.head(None, sidechain, agent), "message": {"role": "user", "content": first}}, "user")
     n_turns = draw(st.integers(1, 4 if depth == 0 else 2))
     for turn in range(n_turns):
         blocks: list[dict[str, Any]] = []
@@ -325,7 +340,7 @@ def _cc_conversation(
         for use in uses:
             if use["name"] == "Task" and draw(st.booleans()):
                 sub_agent = draw(st.sampled_from([None, f"a{cc.ids.n:06x}"]))
-                _cc_conversation(draw, cc, True, sub_agent, depth + 1)
+                _cc_conversation(draw, cc, True, sub_agent, depth + 1, use["input"]["prompt"])
             content = draw(_result_content())
             error = isinstance(content, str) and draw(st.integers(0, 5)) == 0
             block = {"tool_use_id": use["id"], "type": "tool_result", "content": content}
@@ -339,9 +354,9 @@ def _cc_conversation(
                 rec["toolUseResult"] = _tool_use_result(use["name"], content, error)
             last = cc.add(rec, "user")
             if depth == 0 and draw(st.integers(0, 5)) == 0:
-                cc.records.append(_passthrough(draw, cc, last))
+                last = _passed_through(draw, cc, last)
         if depth == 0 and draw(st.integers(0, 3)) == 0:
-            cc.records.append(_passthrough(draw, cc, last))
+            last = _passed_through(draw, cc, last)
         if depth == 0 and not sidechain and draw(st.integers(0, 5)) == 0:
             boundary = {
                 "parentUuid": None,

@@ -1,6 +1,7 @@
 """micro's opt-in strategies over generated transcripts of every dialect (docs/design.md, "Micro
 strategies"): the output validates as the input does, tool_use/tool_result pairs stay whole (a pair is
-kept or dropped together), a second run changes nothing, and strategies that drop nothing keep every line."""
+kept or dropped together), no parentUuid is left naming a dropped record, a second run changes nothing,
+and strategies that drop nothing keep every line."""
 
 from __future__ import annotations
 
@@ -45,6 +46,16 @@ def run(data: bytes, dialect: str, options: list[str]) -> bytes:
         return out.read_bytes()
 
 
+def dangling(records: list[dict]) -> set[str]:
+    """Records (by uuid) whose parentUuid names no record of the file: a broken chain."""
+    uuids = {record.get("uuid") for record in records}
+    return {
+        record["uuid"]
+        for record in records
+        if isinstance(record.get("parentUuid"), str) and record["parentUuid"] not in uuids
+    }
+
+
 def pairs(records: list[dict], dialect: str) -> tuple[set[str], set[str]]:
     uses = {use_id for record in records for use_id, _ in reference.tool_uses(record, dialect)}
     results = {r.tool_use_id for r in reference.tool_results(records, dialect) if r.tool_use_id}
@@ -72,6 +83,7 @@ def test_strategies_keep_pairs_validate_and_are_idempotent(dialect: str, data) -
     if not DROPPING & {option[0] for option in chosen}:
         assert len(out) == len(records)
         assert (uses_out, results_out) == (uses_in, results_in)
+    assert dangling(out) <= dangling(records)  # a dropped record's children point at one kept
     assert violations(dialect, after) == violations(dialect, before) == []
     assert run(after, dialect, options) == after
 
