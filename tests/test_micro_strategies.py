@@ -349,3 +349,17 @@ def test_replay_applies_the_strategies_to_its_context(session: Path, tmp_path: P
     assert records["r1"]["message"]["content"][0]["content"] == cut
     assert "a1" in plain_records and "a1" not in records  # the earlier turn's thinking
     assert records["a6"] == SESSION[13]  # the current turn's
+
+
+def test_previews_name_what_the_strategies_change(session: Path) -> None:
+    result = invoke("micro", session, "--dry-run", "--drop-progress", "--keep", "9")
+    assert result.exit_code == 0, result.output
+    assert f"{session}:2: drop the record" in result.output
+    assert f"{session}:3: point the record at the nearest ancestor kept" in result.output
+    diff = invoke("micro", session, "--diff", "--drop-progress", "--keep", "9")
+    assert "@@ -2,1 +2,0 @@" in diff.output
+    assert '+{"parentUuid": "u1"' in diff.output
+    report = invoke(
+        "micro", session, "-v", "-o", session.with_name("out.jsonl"), "--drop-progress", "--keep", "9"
+    )
+    assert "1 records dropped, 1 re-linked" in report.output

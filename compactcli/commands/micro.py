@@ -21,6 +21,15 @@ from compactcli.options import (
 from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
 
 
+# What the opt-in strategies did, as the per-file line says it.
+_STRATEGY_FIGURES = (
+    ("images_removed", "images removed"),
+    ("records_dropped", "records dropped"),
+    ("records_relinked", "re-linked"),
+    ("thinking_removed", "with earlier thinking removed"),
+)
+
+
 class MicroFigures(Figures):
     verb, doing = "compacted", "compact"
 
@@ -28,6 +37,9 @@ class MicroFigures(Figures):
         stats = outcome.stats
         if outcome.status == CHANGED:
             detail = f"cleared {stats.get('cleared', 0)} tool results"
+            for key, what in _STRATEGY_FIGURES:
+                if stats.get(key):
+                    detail += f", {stats[key]:,} {what}"
             if "bytes_before" in stats:
                 detail += f", {stats['bytes_before']:,} -> {stats['bytes_after']:,} bytes"
             return f"compacted {outcome.path} ({detail})"
