@@ -20,7 +20,6 @@ from compactcli.options import (
 )
 from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
 
-
 # What the opt-in strategies did, as the per-file line says it.
 _STRATEGY_FIGURES = (
     ("images_removed", "images removed"),
