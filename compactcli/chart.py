@@ -6,6 +6,8 @@
   R recorded in the file.
 - :func:`write_png`: the same as a PNG through matplotlib, which is optional
   (``pip install 'compactcli[plot]'``) and imported only here.
+- :func:`text_series` and :func:`write_series_png`: several runs of one transcript (replay --compare),
+  the tokens each model call was sent, one line per run on a shared scale.
 """
 
 from __future__ import annotations
@@ -94,6 +96,35 @@ def text_chart(
     return "\n".join(line[:width] for line in lines) + "\n"
 
 
+LEVELS = " .:-=+*#%@"  # a column's height in ten steps, on the scale of the largest value
+
+
+def text_series(series: dict[str, Sequence[int]], *, width: int = WIDTH, title: str = "") -> str:
+    """One line per series: its name, a column per call (the largest of a group when there are more
+    calls than columns) drawn with LEVELS, and its largest value. No line is longer than `width`."""
+    lines = [title] if title else []
+    name_width = min(max((len(name) for name in series), default=0), 20)
+    peaks = {name: max(values, default=0) for name, values in series.items()}
+    top = max(peaks.values(), default=0)
+    calls = max((len(values) for values in series.values()), default=0)
+    if not calls or not top:
+        return "\n".join(lines + ["(no model calls)"]) + "\n"
+    plot_width = width - name_width - 2 - 2 - len(human(top))
+    per = max(1, math.ceil(calls / plot_width))
+    for name, values in series.items():
+        cells = []
+        for start in range(0, len(values), per):
+            value = max(values[start : start + per])
+            level = 0 if value <= 0 else max(1, round(value / top * (len(LEVELS) - 1)))
+            cells.append(LEVELS[level])
+        lines.append(f"{name[:name_width]:<{name_width}} |{''.join(cells)}| {human(peaks[name])}")
+    scale = f"{'':<{name_width}}  calls 1-{calls}; '@' = {human(top)} tokens sent"
+    if per > 1:
+        scale += f"; 1 column = {per} calls (largest)"
+    lines.append(scale)
+    return "\n".join(line[:width] for line in lines) + "\n"
+
+
 # -- PNG ----------------------------------------------------------------------------------------------
 
 
@@ -130,6 +161,29 @@ def write_png(rows: Sequence[RowLike], threshold: int, path: Path, *, title: str
                 axes.axvline(x, color=colours[row.event], linewidth=1, alpha=0.8, label=label)
         axes.set_xlabel("model call")
         axes.set_ylabel("tokens (estimate, before compaction)")
+        if title:
+            axes.set_title(title)
+        axes.legend(loc="upper left", fontsize="small")
+        axes.margins(x=0.01)
+        figure.tight_layout()
+        figure.savefig(path, format="png")
+    finally:
+        plt.close(figure)
+
+
+def write_series_png(series: dict[str, Sequence[int]], path: Path, *, title: str = "") -> None:
+    """The tokens each call was sent, one line per series. Raises ImportError without matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(10, 5), dpi=100)
+    try:
+        for name, values in series.items():
+            axes.step(range(1, len(values) + 1), values, where="mid", linewidth=1.2, label=name)
+        axes.set_xlabel("model call")
+        axes.set_ylabel("tokens sent (estimate)")
         if title:
             axes.set_title(title)
         axes.legend(loc="upper left", fontsize="small")

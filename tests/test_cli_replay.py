@@ -35,7 +35,7 @@ def replay_json(line: str) -> dict:
     """The figures of replay's JSON object, after checking the keys every command's object has."""
     obj = json.loads(line)
     assert list(obj) == ["schema_version", "command", "path", "status", "exit_code", "message", "stats"]
-    assert obj["command"] == "replay" and obj["status"] in ("replayed", "what-if")
+    assert obj["command"] == "replay" and obj["status"] in ("replayed", "what-if", "compared")
     return obj["stats"]
 
 
@@ -588,3 +588,202 @@ def test_replay_on_corpus_file(original: Path, tmp_path: Path) -> None:
             assert Path(text.split(PREFIX, 1)[1].split("]", 1)[0]).is_file()
     if not expect.violations:  # a torn line may have held a tool result: such files start invalid
         assert validate_records(dialect, enumerate(final, 1)) == []
+
+
+# --- replay --compare ---------------------------------------------------------------------------------
+# A four-call transcript whose figures are worked out here by hand. With --keep 1 micro clears c1's
+# result before call 3 and c2's before call 4. The threshold is one below the whole context at call 3,
+# so `summarize` compacts there (the fake API writes "SUM") and nowhere else, while `hybrid`, whose
+# micro has shrunk that context, never compacts.
+
+CMP = [
+    {"role": "user", "content": "Tidy the logs in app/log.py."},  # 0
+    call("c1", text="Looking first."),  # 1 call 1
+    result("c1", "A" * 400),  # 2
+    call("c2"),  # 3 call 2
+    result("c2", "B" * 400),  # 4
+    call("c3"),  # 5 call 3
+    result("c3", "C" * 400),  # 6
+    {"role": "assistant", "content": "Done: the logs are tidy."},  # 7 call 4
+]
+CMP_THRESHOLD = seed(CMP[:5]) - 1
+CMP_PRICE = (3.0, 0.3, 15.0)
+NOT_ARCHIVED = "(not archived: comparison)"
+MICRO_STRATEGIES = ("dedupe-reads", "keep-images", "truncate", "drop-thinking")
+
+
+def cleared(record: dict) -> dict:
+    """The record with its tool result replaced by micro's default placeholder."""
+    block = dict(record["content"][0], content="[Previous: used bash]")
+    return {"role": "user", "content": [block]}
+
+
+def cost(input_tokens: int, cached: int, output: int, summ_in: int = 0, summ_out: int = 0) -> float:
+    price_in, price_cached, price_out = CMP_PRICE
+    fresh = input_tokens - cached + summ_in
+    return (fresh * price_in + cached * price_cached + (output + summ_out) * price_out) / 1_000_000
+
+
+def compare_rows(tmp_path: Path, *args: object) -> list[dict]:
+    source = write(tmp_path / "cmp.jsonl", CMP)
+    got = run(source, "--compare", "--keep", 1, "--json", *args)
+    assert got.exit_code == 0, got.output + got.stderr
+    return [replay_json(line) for line in got.stdout.splitlines()]
+
+
+def test_compare_figures_by_hand(tmp_path: Path, fake_api) -> None:
+    fake_api.reply_text = lambda body: "SUM"
+    price = ",".join(str(p) for p in CMP_PRICE)
+    rows = compare_rows(tmp_path, "--backend", "anthropic", "--threshold", CMP_THRESHOLD, "--price", price)
+    assert [(r["strategy"], r["threshold"]) for r in rows] == [
+        ("none", None), ("micro", None), *((name, None) for name in MICRO_STRATEGIES),
+        ("summarize", CMP_THRESHOLD), ("hybrid", CMP_THRESHOLD),
+    ]  # fmt: skip
+    output = sum(seed([CMP[line]]) for line in (1, 3, 5, 7))  # what the four calls wrote
+    c2, c4 = cleared(CMP[2]), cleared(CMP[4])
+    summary = summary_message(NOT_ARCHIVED, "SUM")
+
+    # none: every call gets the whole history; each call's prefix is the previous call's context.
+    sent = [seed(CMP[:1]), seed(CMP[:3]), seed(CMP[:5]), seed(CMP[:7])]
+    cached = [0, sent[0], sent[1], sent[2]]
+    # micro: c1's result is cleared before call 3 (the prefix ends at line 2), c2's before call 4.
+    micro_sent = [
+        sent[0],
+        sent[1],
+        seed([*CMP[:2], c2, *CMP[3:5]]),
+        seed([*CMP[:2], c2, CMP[3], c4, *CMP[5:7]]),
+    ]
+    micro_cached = [0, sent[0], seed(CMP[:2]), seed([*CMP[:2], c2, CMP[3]])]
+    # summarize: call 3 is over the threshold and gets the summary alone; nothing of it was cached.
+    summ_sent = [sent[0], sent[1], seed([summary]), seed([summary, *CMP[5:7]])]
+    summ_cached = [0, sent[0], 0, seed([summary])]
+    assert seed(CMP[:3]) <= CMP_THRESHOLD and summ_sent[3] <= CMP_THRESHOLD  # compacts once, at call 3
+    assert micro_sent[2] <= CMP_THRESHOLD and micro_sent[3] <= CMP_THRESHOLD  # hybrid never compacts
+
+    named = {row["strategy"]: row for row in rows}
+    none, micro, summarized, hybrid = (named[name] for name in ("none", "micro", "summarize", "hybrid"))
+    expected = [(none, sent, cached), (micro, micro_sent, micro_cached),
+                (summarized, summ_sent, summ_cached), (hybrid, micro_sent, micro_cached)]  # fmt: skip
+    for row, contexts, prefix in expected:
+        assert row["calls"] == 4 and row["output_tokens"] == output, row["strategy"]
+        assert row["contexts"] == contexts, row["strategy"]
+        assert row["peak_sent_tokens"] == max(contexts)
+        assert row["input_tokens"] == sum(contexts) and row["cached_input_tokens"] == sum(prefix), row[
+            "strategy"
+        ]
+    # No file is read, no image or thinking is sent: those strategies clear what micro clears. Each
+    # 400-character result is shorter than --truncate 200:200 plus its mark, so truncate keeps it whole.
+    for name in ("dedupe-reads", "keep-images", "drop-thinking"):
+        assert named[name]["contexts"] == micro_sent and named[name]["cost"] == micro["cost"], name
+    assert named["truncate"]["contexts"] == sent and named["truncate"]["cleared"] == 0
+    assert [r["summarizer_calls"] for r in (none, micro, summarized, hybrid)] == [0, 0, 1, 0]
+    assert summarized["compactions"] == {"auto": 1, "manual": 0, "recorded": 0}
+    assert summarized["summarizer_input_tokens"] == seed(CMP[:5])
+    assert summarized["summarizer_output_tokens"] == seed([summary])
+    assert [r["cleared"] for r in (none, micro, summarized, hybrid)] == [0, 2, 0, 2]
+    assert none["cost"] == pytest.approx(cost(sum(sent), sum(cached), output), abs=1e-6)
+    assert micro["cost"] == pytest.approx(cost(sum(micro_sent), sum(micro_cached), output), abs=1e-6)
+    want = cost(sum(summ_sent), sum(summ_cached), output, seed(CMP[:5]), seed([summary]))
+    assert summarized["cost"] == pytest.approx(want, abs=1e-6)
+    assert all(r["price"] == {"input": 3.0, "cached": 0.3, "output": 15.0} for r in rows)
+    assert len(fake_api.calls("messages")) == 1  # only `summarize` asked for a summary
+    assert not (tmp_path / ".transcripts").exists()  # compare writes nothing
+
+
+def test_compare_default_thresholds_and_price(tmp_path: Path) -> None:
+    rows = compare_rows(tmp_path, "--backend", "digest")
+    assert [(r["strategy"], r["threshold"]) for r in rows] == [
+        ("none", None), ("micro", None), *((name, None) for name in MICRO_STRATEGIES),
+        ("summarize", 50_000), ("summarize", 100_000), ("summarize", 150_000),
+        ("hybrid", 50_000), ("hybrid", 100_000), ("hybrid", 150_000),
+    ]  # fmt: skip
+    # The default price: Claude Sonnet 5.5, USD 2 / 0.10 / 10 per million tokens.
+    assert rows[0]["price"] == {"input": 2.0, "cached": 0.1, "output": 10.0}
+    assert rows[0]["backend"] == "digest" and rows[0]["keep"] == 1 and rows[0]["estimator"] == "seed"
+    opus = compare_rows(tmp_path, "--backend", "digest", "--price-model", "claude-opus-4-6")
+    assert opus[0]["price"] == {"input": 5.0, "cached": 0.5, "output": 25.0}
+    tokens = opus[0]["input_tokens"], opus[0]["cached_input_tokens"], opus[0]["output_tokens"]
+    assert tokens == (rows[0]["input_tokens"], rows[0]["cached_input_tokens"], rows[0]["output_tokens"])
+    fresh, cached, output = tokens[0] - tokens[1], tokens[1], tokens[2]
+    assert opus[0]["cost"] == pytest.approx((fresh * 5 + cached * 0.5 + output * 25) / 1e6, abs=1e-6)
+    assert rows[0]["cost"] == pytest.approx((fresh * 2 + cached * 0.1 + output * 10) / 1e6, abs=1e-6)
+
+
+def test_compare_price_defaults_are_the_sdks_models() -> None:
+    import typing
+
+    from anthropic.types.model_param import ModelParam
+
+    from compactcli.backends.anthropic import DEFAULT_MODEL
+    from compactcli.pricing import DEFAULT_PRICE_MODEL, PRICES
+
+    named = set(typing.get_args(typing.get_args(ModelParam)[0]))
+    assert DEFAULT_PRICE_MODEL == DEFAULT_MODEL
+    assert set(PRICES) <= named
+    assert named - set(PRICES) == {"claude-mythos-5-2", "claude-mythos-preview"}  # no published price
+
+
+def test_compare_csv_and_table(tmp_path: Path) -> None:
+    source = write(tmp_path / "cmp.jsonl", CMP)
+    got = run(source, "--compare", "--backend", "digest", "--threshold", CMP_THRESHOLD, "--format", "csv")
+    assert got.exit_code == 0, got.stderr
+    table = list(csv.DictReader(got.stdout.splitlines()))
+    assert list(table[0]) == [
+        "strategy", "threshold", "calls", "auto", "manual", "recorded", "cleared", "peak_sent_tokens",
+        "input_tokens", "cached_input_tokens", "output_tokens", "summarizer_calls", "summarizer_input_tokens",
+        "summarizer_output_tokens", "cost",
+    ]  # fmt: skip
+    assert [(r["strategy"], r["threshold"]) for r in table] == [
+        ("none", ""), ("micro", ""), *((name, "") for name in MICRO_STRATEGIES),
+        ("summarize", str(CMP_THRESHOLD)), ("hybrid", str(CMP_THRESHOLD)),
+    ]  # fmt: skip
+    assert table[0]["input_tokens"] == str(seed(CMP[:1]) + seed(CMP[:3]) + seed(CMP[:5]) + seed(CMP[:7]))
+    text = run(source, "--compare", "--backend", "digest", "--threshold", CMP_THRESHOLD, "--format", "table")
+    assert text.exit_code == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0].startswith(f"{source}: anthropic; estimator seed; summarizer digest")
+    assert lines[1] == "USD per million tokens: input 2, cached input 0.1, output 10"
+    assert lines[2].split()[:4] == ["strategy", "threshold", "calls", "compact"]
+    names = ["none", "micro", *MICRO_STRATEGIES, "summarize", "hybrid"]
+    assert [line.split()[0] for line in lines[3:11]] == names
+    chart_lines = lines[lines.index("tokens sent per model call (seed estimate)") + 1 :]
+    assert [line.split()[0] for line in chart_lines[:8]] == names
+    assert max(len(line) for line in chart_lines) <= 80
+
+
+def test_compare_plot_writes_a_png(tmp_path: Path) -> None:
+    png = tmp_path / "cmp.png"
+    got = run_cli("replay", write(tmp_path / "cmp.jsonl", CMP), "--compare", "--backend", "digest",
+                  "--plot", png, "-q", text=True)  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cmp.jsonl", "cmp.png"]
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("--price", "3,0.3"), "--price"),
+        (("--price", "3,x,15"), "--price"),
+        (("--price", "3,-1,15"), "--price"),
+        (("--price", "nan,1,1"), "--price"),
+        (("--price-model", "claude-nonesuch"), "--price-model"),
+        (("--price", "1,1,1", "--price-model", "claude-opus-4-6"), "--price-model"),
+        (("-o", "out.jsonl"), "-o"),
+        (("--keep", "1,2"), "--keep"),
+    ],
+)
+def test_compare_usage_errors(tmp_path: Path, args: tuple[str, ...], named: str) -> None:
+    source = write(tmp_path / "cmp.jsonl", CMP)
+    got = run(source, "--compare", "--backend", "digest", *args)
+    assert got.exit_code == 2, got.stdout
+    assert named in got.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cmp.jsonl"]
+
+
+def test_price_and_csv_need_compare(tmp_path: Path) -> None:
+    source = write(tmp_path / "cmp.jsonl", CMP)
+    for args in (("--price", "1,1,1"), ("--format", "csv")):
+        got = run(source, "--backend", "digest", *args)
+        assert got.exit_code == 2 and "--compare" in got.stderr, args

@@ -203,6 +203,7 @@ def test_json_of_every_command_has_the_documented_fields(tmp_path: Path) -> None
         "replay": [
             ("replay", "--backend", "digest", "--threshold", "300", "c.jsonl"),
             ("replay", "--backend", "digest", "--keep", "1,2", "c.jsonl"),
+            ("replay", "--backend", "digest", "--compare", "--threshold", "300", "c.jsonl"),
         ],
         "restore": [("restore", "--list", "a.jsonl"), ("restore", "a.jsonl")],
         "prune": [("prune", "--keep-last", "0", "--dry-run", "a.jsonl"), ("prune", "--keep-last", "0", ".")],

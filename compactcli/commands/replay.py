@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import click
 
 from compactcli import chart, dialects, storage
 from compactcli.errors import EXIT_CODES_HELP, USAGE, CompactError
+from compactcli.layers.compare import DEFAULT_THRESHOLDS, STRATEGIES
 from compactcli.layers.micro import MicroOptions
 from compactcli.layers.replay import (
     DEFAULT_THRESHOLD,
@@ -31,6 +33,7 @@ from compactcli.options import (
     on_invalid_option,
     summarizer_options,
 )
+from compactcli.pricing import DEFAULT_PRICE_MODEL, PRICES, Price, parse_price
 from compactcli.replay_file import (
     TIMELINE_SUFFIXES,
     Source,
@@ -40,7 +43,7 @@ from compactcli.replay_file import (
     write_output,
     write_timeline,
 )
-from compactcli.report import FAILED, TEXT, Figures, Outcome, Report
+from compactcli.report import CSV, FAILED, TABLE, TEXT, Figures, Outcome, Report
 from compactcli.transcript import STDIN
 
 ESTIMATORS = ("seed", "heuristic", "api")
@@ -114,11 +117,48 @@ archives, timeline, -o or plot). Every combination runs the summarizer: with the
 that means real API calls for each one (--backend digest costs nothing).
 
 \b
+Compare (--compare): the transcript replayed under each strategy,
+{strategies}
+in one table: model calls, compactions, the largest context sent, input
+tokens sent over all calls and the part a prompt cache serves, output
+tokens, summarizer calls and their tokens, and the cost at --price.
+Thresholds: --threshold (default {thresholds}). Cached input: the
+prefix of a call's context that the previous call was sent unchanged;
+micro clearing a result or a compaction ends it there. Output tokens
+are the recorded assistant messages (the same in every run). Summaries
+are uncached input and output at the same prices. --format table, csv
+or json; --plot F.png draws the contexts. Only --plot writes anything.
+Prices (USD per million tokens: input, cached input, output): --price
+IN,CACHED,OUT, or --price-model NAME (default {price_model}):
+{prices}
+
+\b
 Examples:
   compactcli replay session.jsonl --backend digest
   compactcli replay session.jsonl --timeline timeline.csv --threshold 20000
   compactcli replay session.jsonl --threshold 30000,50000,80000 --keep 3,10
+  compactcli replay session.jsonl --compare --threshold 50000,100000
+  compactcli replay session.jsonl --compare --price 3,0.3,15 --format csv
 """
+
+
+def _help() -> str:
+    strategies = "\n".join(f"  {s.name}: {s.what}" for s in STRATEGIES)
+    names = sorted(PRICES)
+    rows, row = [], "  "
+    for name in names:
+        item = f"{name} {PRICES[name]}; "
+        if len(row) + len(item) > 78:
+            rows.append(row.rstrip())
+            row = "  "
+        row += item
+    rows.append(row.rstrip().removesuffix(";"))
+    return HELP.format(
+        strategies=strategies,
+        thresholds=",".join(str(t) for t in DEFAULT_THRESHOLDS),
+        price_model=DEFAULT_PRICE_MODEL,
+        prices="\n".join(rows),
+    )
 
 
 class IntList(click.ParamType):
@@ -146,10 +186,24 @@ class IntList(click.ParamType):
 INT_LIST = IntList()
 
 
+class PriceType(click.ParamType):
+    """IN,CACHED,OUT: USD per million tokens."""
+
+    name = "IN,CACHED,OUT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Price:
+        if isinstance(value, Price):
+            return value
+        try:
+            return parse_price(str(value))
+        except ValueError as err:
+            self.fail(str(err), param, ctx)
+
+
 # --- the command -------------------------------------------------------------------------------------
 
 
-@click.command(help=HELP, epilog=EXIT_CODES_HELP)
+@click.command(help=_help(), epilog=EXIT_CODES_HELP)
 @click.argument("path", type=InputPath(allow_dash=True, exists=True, dir_okay=False, readable=False))
 @dialect_option("Transcript dialect (default: detected).")
 @on_invalid_option("error: a bad line stops the replay (exit 65); keep: skip bad lines.")
@@ -195,7 +249,21 @@ INT_LIST = IntList()
 @click.option(
     "--plot", type=click.Path(dir_okay=False), default=None, help="Write the chart as a PNG (matplotlib)."
 )
-@format_options()
+@click.option("--compare", is_flag=True, help="Replay every strategy and compare them (see above).")
+@click.option(
+    "--price",
+    type=PriceType(),
+    default=None,
+    help="With --compare: USD per million input, cached input and output tokens.",
+)
+@click.option(
+    "--price-model",
+    type=click.Choice(sorted(PRICES)),
+    default=None,
+    metavar="NAME",
+    help=f"With --compare: price as this model (default {DEFAULT_PRICE_MODEL}; see above).",
+)
+@format_options(("text", "json", "table", "csv"))
 @click.option("-q", "--quiet", is_flag=True, help="No report and no chart (errors only).")
 def replay(
     path: str,
@@ -207,12 +275,25 @@ def replay(
     output: str | None,
     archive_dir: str | None,
     plot: str | None,
+    compare: bool,
+    price: Price | None,
+    price_model: str | None,
     output_format: str,
     quiet: bool,
     summarizer_settings: SummarizerSettings,
     **layer: Any,
 ) -> None:
     keeps: list[int] = layer.pop("keep")
+    if compare:
+        _check_compare_usage(keeps, timeline, output, archive_dir, plot, price, price_model)
+        given = click.get_current_context().get_parameter_source("threshold")
+        thresholds = list(DEFAULT_THRESHOLDS) if given == click.core.ParameterSource.DEFAULT else threshold
+        chosen_price = price or PRICES[price_model or DEFAULT_PRICE_MODEL]
+        options = micro_settings({**layer, "keep": keeps[0]})
+        settings = CompareSettings(path, dialect, on_invalid, estimator, thresholds, chosen_price, plot)
+        raise SystemExit(_compare(settings, options, summarizer_settings, output_format, quiet))
+    if price or price_model or output_format in (CSV, TABLE):
+        raise click.UsageError("--price, --price-model and --format table/csv go with --compare")
     what_if = len(threshold) > 1 or len(keeps) > 1
     _check_usage(path, what_if, timeline, output, plot)
     figures = ReplayFigures()
@@ -301,6 +382,103 @@ def _check_usage(
     if plot and not chart.have_matplotlib():
         click.echo(f"Error: {chart.PLOT_HINT}", err=True)
         raise SystemExit(USAGE)
+
+
+def _check_compare_usage(
+    keeps: list[int],
+    timeline: str | None,
+    output: str | None,
+    archive_dir: str | None,
+    plot: str | None,
+    price: Price | None,
+    price_model: str | None,
+) -> None:
+    if timeline or output or archive_dir:
+        raise click.UsageError("--compare writes nothing: no --timeline, -o or --archive-dir (--plot draws)")
+    if len(keeps) > 1:
+        raise click.UsageError("--compare takes one --keep: it is the micro of the strategies that use micro")
+    if price and price_model:
+        raise click.UsageError("give --price or --price-model, not both")
+    if plot and not chart.have_matplotlib():
+        click.echo(f"Error: {chart.PLOT_HINT}", err=True)
+        raise SystemExit(USAGE)
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    path: str
+    dialect: str | None
+    on_invalid: str
+    estimator: str
+    thresholds: list[int]
+    price: Price
+    plot: str | None
+
+
+def _compare(
+    settings: CompareSettings,
+    options: MicroOptions,
+    summarizer_settings: SummarizerSettings,
+    output_format: str,
+    quiet: bool,
+) -> int:
+    """replay --compare: the logic is compactcli.layers.compare, the running and rendering
+    compactcli.compare_file."""
+    from compactcli import compare_file
+    from compactcli.layers.compare import runs
+
+    figures = compare_file.CompareFigures()
+    report = Report("replay", figures, output_format=output_format, quiet=True)
+    summarizer = summarizer_settings.make()
+    plan = runs(settings.thresholds)
+    if summarizer.name == "anthropic" and not quiet:
+        click.echo(f"replay: {len(plan)} runs; each makes its own summarizer API calls", err=True)
+    try:
+        with ExitStack() as stack:
+            source = Source(settings.path, stack)
+            chosen = source.dialect(settings.dialect)
+            count = ContextSize(
+                chosen, settings.estimator, model=summarizer_settings.model, cache=_cache(settings.estimator)
+            )
+            rows = compare_file.compare(
+                source,
+                chosen,
+                count=count,
+                summarizer=summarizer,
+                runs=plan,
+                micro_options=options,
+                price=settings.price,
+                on_invalid=settings.on_invalid,
+            )
+            name = Path(source.name).name
+            if settings.plot:
+                compare_file.write_png(rows, Path(settings.plot), title=f"{name}: tokens sent per model call")
+    except CompactError as err:
+        report.done(Outcome(settings.path, FAILED, err.exit_code, str(err)))
+        return report.finish()
+    if quiet:
+        return report.finish()
+    common = {
+        "dialect": chosen.name,
+        "estimator": settings.estimator,
+        "backend": summarizer.name,
+        "keep": options.keep,
+        "price": {
+            "input": settings.price.input,
+            "cached": settings.price.cached,
+            "output": settings.price.output,
+        },
+    }
+    price = settings.price
+    figures.head = (
+        f"{source.name}: {chosen.name}; estimator {settings.estimator}; summarizer {summarizer.name}; "
+        f"keep {options.keep}\nUSD per million tokens: input {price.input:g}, cached input {price.cached:g}, "
+        f"output {price.output:g}"
+    )
+    figures.chart_title = f"tokens sent per model call ({settings.estimator} estimate)"
+    for row in rows:
+        report.done(Outcome(source.name, compare_file.COMPARED, stats={**common, **row}))
+    return report.finish()
 
 
 def _cache(estimator: str) -> Any:

@@ -73,6 +73,7 @@ class Row:
     event: str | None = None
     tokens_after: int = 0
     cleared: int = 0
+    cached: int = 0  # of tokens_after, the prefix sent unchanged at the previous call (see cached_prefix)
 
     @property
     def is_call(self) -> bool:
@@ -90,6 +91,8 @@ class Compaction:
     tokens_after: int
     archive: str | None = None
     focus: str | None = None
+    summarized_tokens: int = 0  # the messages the summarizer was given (0: recorded in the file)
+    summary_tokens: int = 0  # the summary records it wrote
 
 
 @dataclass
@@ -102,6 +105,7 @@ class ReplayResult:
     api_requests: int = 0  # requests the summarizer made (a long context takes several)
     cleared: int = 0
     conversation: str = "main"
+    output_tokens: int = 0  # the recorded assistant messages: what the model calls wrote
 
     @property
     def calls(self) -> int:
@@ -162,6 +166,8 @@ class Replay:
         archive: Archive,
         threshold: int = DEFAULT_THRESHOLD,
         micro_options: MicroOptions | None = None,
+        run_micro: bool = True,
+        costs: bool = False,
         now: Callable[[], datetime] | None = None,
         new_uuid: Callable[[], str] | None = None,
     ) -> None:
@@ -171,6 +177,8 @@ class Replay:
         self.archive = archive
         self.threshold = threshold
         self.micro = micro_options or MicroOptions()
+        self.run_micro = run_micro
+        self.costs = costs  # also count what a bill needs: cached prefixes, outputs, summarizer tokens
         self.now = now
         self.new_uuid = new_uuid
         self.context: list[Entry] = []
@@ -180,6 +188,10 @@ class Replay:
         self.summarizer_calls = 0
         self.api_requests = 0
         self.cleared = 0
+        self.output_tokens = 0
+        self._sent: list[Entry] = []  # the context the previous model call was sent
+        self._sent_tokens = 0  # and its size
+        self._touched: set[int] = set()  # id() of entries micro changed since then
         self._one_message_per_line = dialect.one_message_per_line
         self._sidechain: bool | None = None  # which conversation, set by the first message
         self._response_id: object = None  # Dialect.call_id of the response being recorded
@@ -209,6 +221,8 @@ class Replay:
             if self._is_call(record):
                 self._call(line)
             self._remember_compact_calls(message)
+            if self.costs and not self.dialect.is_synthetic(record):
+                self.output_tokens += self.count([record])
         self.context.append(entry)
         if message.get("role") != "assistant":
             self._answers_compact(line, record)
@@ -234,6 +248,7 @@ class Replay:
             api_requests=self.api_requests,
             cleared=self.cleared,
             conversation="sidechain" if self._sidechain else "main",
+            output_tokens=self.output_tokens,
         )
 
     # -- conversations and recorded compactions --------------------------------------------------
@@ -299,10 +314,33 @@ class Replay:
         if tokens > self.threshold and self._has_history():
             self._compact(AUTO, line, tokens, focus=None)
             event, after = AUTO, self._tokens()
-        self.rows.append(Row(line, self.turn, tokens, event, after, cleared))
+        cached = self._cached_prefix(after) if self.costs else 0
+        self.rows.append(Row(line, self.turn, tokens, event, after, cleared, cached))
+        self._sent, self._sent_tokens = list(self.context), after
+        self._touched.clear()
+
+    def _cached_prefix(self, sent: int) -> int:
+        """Tokens of the longest prefix of the context this call is sent that the previous call was
+        sent unchanged: what a prompt cache would serve (docs/design.md, "replay --compare"). Micro
+        clearing a result ends the prefix there; a compaction ends it after what stays on top."""
+        previous, context = self._sent, self.context
+        same = 0
+        for before, now in zip(previous, context, strict=False):
+            if before is not now or id(now) in self._touched:
+                break
+            same += 1
+        if same == 0:
+            return 0
+        if same == len(context):
+            return sent
+        if same == len(previous):  # nothing changed, records were added: the previous call's size
+            return self._sent_tokens
+        return self.count([entry.record for entry in context[:same]])
 
     def _run_micro(self) -> int:
         options = self.micro
+        if not self.run_micro:
+            return 0
         if options.trigger_tokens and self._tokens() <= options.trigger_tokens:
             return 0
         cleared = 0
@@ -312,6 +350,7 @@ class Replay:
             if not micro.apply(self.dialect, entry.record, clears):
                 dropped.add(position)  # a strategy drops the record (micro --drop-thinking)
             entry.changed = True
+            self._touched.add(id(entry))
             cleared += len(clears)
         if dropped:
             self.context = [entry for position, entry in enumerate(self.context) if position not in dropped]
@@ -419,9 +458,14 @@ class Replay:
             if isinstance(metadata, dict):
                 metadata["trigger"] = kind  # summary_records writes what a manual /compact writes
         kept = [entry for entry in self.context if self._kept_on_top(entry)]
+        summarized = [entry.record for entry in self.context if not self._kept_on_top(entry)]
         self.context = kept + [Entry(record, changed=True) for record in records]
         self._compact_calls.clear()
-        self.compactions.append(Compaction(kind, line, tokens, self._tokens(), archive, focus))
+        compaction = Compaction(kind, line, tokens, self._tokens(), archive, focus)
+        if self.costs:
+            compaction.summarized_tokens = self.count(summarized)
+            compaction.summary_tokens = self.count(records)
+        self.compactions.append(compaction)
 
 
 def replay(
