@@ -364,15 +364,19 @@ def _events(message: dict[str, Any]) -> str:
     for index, block in enumerate(message["content"]):
         if block.get("type") == "tool_use":
             start = {**block, "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block.get("input", {}))}
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block.get("input", {}))}]
+        elif block.get("type") == "thinking":
+            start = {**block, "thinking": "", "signature": ""}
+            deltas = [
+                {"type": "thinking_delta", "thinking": block.get("thinking", "")},
+                {"type": "signature_delta", "signature": block.get("signature", "")},
+            ]
         else:
             start = {**block, "text": ""}
-            delta = {"type": "text_delta", "text": block.get("text", "")}
-        events += [
-            {"type": "content_block_start", "index": index, "content_block": start},
-            {"type": "content_block_delta", "index": index, "delta": delta},
-            {"type": "content_block_stop", "index": index},
-        ]
+            deltas = [{"type": "text_delta", "text": block.get("text", "")}]
+        events.append({"type": "content_block_start", "index": index, "content_block": start})
+        events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
+        events.append({"type": "content_block_stop", "index": index})
     events += [
         {
             "type": "message_delta",

@@ -24,6 +24,7 @@ from helpers.cli import run_cli
 
 SESSION_ID = "5e55a0c1-2b7d-4c3e-9f10-a9b8c7d6e5f4"
 TASK = "Check the build: count the inputs, read the build log and my notes, then the outputs."
+SECOND_TASK = "Is the build green?"
 FOLLOW_UP = "What should we look at next?"
 RESUMED_REPLY = "Resumed and read the history."
 
@@ -64,16 +65,26 @@ def _claude_env(home: Path, api: FakeAnthropic) -> dict[str, str]:
     )
 
 
+def _thinking(call: int) -> dict[str, Any]:
+    return {"type": "thinking", "thinking": f"Plan for call {call}.", "signature": f"c2lnLWNhbGw{call}"}
+
+
 def _play_steps(notes: Path):
+    """Every response thinks first; the first task runs STEPS, any later prompt gets a text answer."""
+
     def reply_blocks(body: dict[str, Any]) -> list[dict[str, Any]]:
-        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
-        if turn >= len(STEPS):
-            return [{"type": "text", "text": "The build is green; the notes mention the parser."}]
-        tool_id, name, tool_input = STEPS[turn]
+        call = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if call >= len(STEPS):
+            return [
+                _thinking(call),
+                {"type": "text", "text": "The build is green; the notes mention the parser."},
+            ]
+        tool_id, name, tool_input = STEPS[call]
         if name == "Read":
             tool_input = {"file_path": str(notes)}
         return [
-            {"type": "text", "text": f"Step {turn + 1}: {name}."},
+            _thinking(call),
+            {"type": "text", "text": f"Step {call + 1}: {name}."},
             {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input},
         ]
 
@@ -87,7 +98,8 @@ def claude() -> Path:
 
 @pytest.fixture(scope="module")
 def recorded(claude: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(home, project): Claude Code's own log of the scripted task, written once per module."""
+    """(home, project): Claude Code's own log of the scripted task and a second prompt, written once
+    per module."""
     root = tmp_path_factory.mktemp("claude-code")
     home, project = root / "home", root / "project"
     home.mkdir()
@@ -96,13 +108,12 @@ def recorded(claude: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
     notes.write_text("".join(f"note {i}: the parser drops trailing commas\n" for i in range(30)))
     with FakeAnthropic() as api:
         api.reply_blocks = _play_steps(notes)
-        done = run_agent(
-            [claude, "-p", TASK, "--session-id", SESSION_ID, "--allowedTools", "Bash", "Read"],
-            cwd=project,
-            env=_claude_env(home, api),
-        )
-        assert done.returncode == 0, done.stderr + done.stdout
-        assert [r.status for r in api.calls("messages")] == [200] * (len(STEPS) + 1)
+        for prompt in (["-p", TASK, "--session-id", SESSION_ID], ["--resume", SESSION_ID, "-p", SECOND_TASK]):
+            done = run_agent(
+                [claude, *prompt, "--allowedTools", "Bash", "Read"], cwd=project, env=_claude_env(home, api)
+            )
+            assert done.returncode == 0, done.stderr + done.stdout
+        assert [r.status for r in api.calls("messages")] == [200] * (len(STEPS) + 2)
     return home, project
 
 
@@ -148,6 +159,16 @@ def _tool_uses(body: dict[str, Any]) -> list[str]:
         if isinstance(message["content"], list)
         for block in message["content"]
         if block.get("type") == "tool_use"
+    ]
+
+
+def _thinking_sent(body: dict[str, Any]) -> list[str]:
+    return [
+        block["signature"]
+        for message in body["messages"]
+        if message["role"] == "assistant" and isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "thinking"
     ]
 
 
@@ -223,12 +244,45 @@ def test_summarized_session_resumes_from_the_summary(claude, session):
 
 
 def test_summary_that_keeps_the_last_messages_keeps_their_pairs(claude, session):
-    """--keep-last 2 would part the last call from its result; the cut moves so the pair stays."""
+    """--keep-last 6 (records) would start at the last tool result and part it from its call; the cut
+    moves so the pair stays."""
     home, project, log = session
-    done = run_cli("summarize", "--backend", "digest", "--keep-last", "2", log, text=True)
+    done = run_cli("summarize", "--backend", "digest", "--keep-last", "6", log, text=True)
     assert done.returncode == 0, done.stderr
     _, (body, *_) = _resume(claude, home, project)
     assert _tool_uses(body) == ["toolu_05Status"]
     assert _results(body)["toolu_05Status"].strip() == "build green"
     first = body["messages"][0]["content"]
     assert (first if isinstance(first, str) else first[0]["text"]).startswith("[Conversation compressed.")
+
+
+def test_uncompacted_session_resumes_with_every_thinking_block(claude, session):
+    home, project, _ = session
+    _, (body, *_) = _resume(claude, home, project)
+    assert _thinking_sent(body) == [_thinking(call)["signature"] for call in range(len(STEPS) + 1)] + [
+        _thinking(len(STEPS) + 1)["signature"]
+    ]
+
+
+def test_micro_drop_thinking_sends_only_the_last_turns_thinking(claude, session):
+    """Thinking before the current turn (the second prompt) goes; that turn's stays, as the API needs."""
+    home, project, log = session
+    done = run_cli("micro", "--keep", "10", "--drop-thinking", log, text=True)
+    assert done.returncode == 0, done.stderr
+    _, (body, *_) = _resume(claude, home, project)
+    assert _thinking_sent(body) == [_thinking(len(STEPS) + 1)["signature"]]
+    assert _tool_uses(body) == [step[0] for step in STEPS]
+    assert ORIGINAL["toolu_02Log"] in _results(body)["toolu_02Log"]  # results untouched
+    assert FOLLOW_UP in _last_user_text(body)
+
+
+def test_micro_truncate_sends_both_ends_of_a_cleared_result(claude, session):
+    home, project, log = session
+    done = run_cli("micro", "--keep", "1", "--truncate", "10:12", log, text=True)
+    assert done.returncode == 0, done.stderr
+    _, (body, *_) = _resume(claude, home, project)
+    counted = _results(body)["toolu_01Count"]  # `seq 1 120`
+    assert counted.startswith("1\n2\n3\n4\n5")
+    assert counted.rstrip("\n").endswith("118\n119\n120")
+    assert "characters truncated" in counted and "\n60\n" not in counted
+    assert _tool_uses(body) == [step[0] for step in STEPS]

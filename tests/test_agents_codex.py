@@ -22,6 +22,7 @@ from helpers.agents import agent_env, require_agent, run_agent
 from helpers.cli import run_cli
 
 TASK = "Check the build: count the inputs, show the build log and my notes, then the outputs."
+SECOND_TASK = "Is the build green?"
 FOLLOW_UP = "What should we look at next?"
 RESUMED_REPLY = "Resumed and read the history."
 PLACEHOLDER = "[Previous: used exec_command]"
@@ -66,12 +67,19 @@ stream_max_retries = 0
     return agent_env(home, CODEX_HOME=str(codex_home), FAKE_OPENAI_API_KEY=api.api_key)
 
 
+def _reasoning(response: int) -> dict[str, Any]:
+    summary = [{"type": "summary_text", "text": f"Plan for response {response}."}]
+    return {"type": "reasoning", "summary": summary, "encrypted_content": f"ZW5jcnlwdGVk{response}"}
+
+
 def _play_steps(body: dict[str, Any]) -> list[dict[str, Any]]:
-    turn = sum(1 for item in body["input"] if item.get("type") == "function_call")
-    if turn >= len(STEPS):
-        return [message("The build is green; the notes mention the parser.")]
-    call_id, command = STEPS[turn]
-    return [function_call(call_id, "exec_command", {"cmd": command})]
+    """Every response reasons first; the first task runs STEPS, any later prompt gets a message."""
+    response = sum(1 for item in body["input"] if item.get("type") == "reasoning")
+    call = sum(1 for item in body["input"] if item.get("type") == "function_call")
+    if call >= len(STEPS):
+        return [_reasoning(response), message("The build is green; the notes mention the parser.")]
+    call_id, command = STEPS[call]
+    return [_reasoning(response), function_call(call_id, "exec_command", {"cmd": command})]
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +89,8 @@ def codex() -> Path:
 
 @pytest.fixture
 def session(codex: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
-    """(home, project, rollout): Codex's own rollout of the scripted task, written for this test.
+    """(home, project, rollout): Codex's own rollout of the scripted task and a second prompt, written
+    for this test.
 
     Not copied from one run to the next: Codex finds a rollout through the path its state database
     (in CODEX_HOME) recorded, so a copied home would resume the original file."""
@@ -99,7 +108,10 @@ def session(codex: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
             env=_codex_env(home, api),
         )
         assert done.returncode == 0, done.stderr + done.stdout
-        assert [r.status for r in api.calls()] == [200] * (len(STEPS) + 1)
+        resume = [codex, "exec", "--skip-git-repo-check", "resume", _session_id(_rollout(home)), SECOND_TASK]
+        done = run_agent(resume, cwd=project, env=_codex_env(home, api))
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert [r.status for r in api.calls()] == [200] * (len(STEPS) + 2)
     return home, project, _rollout(home)
 
 
@@ -138,6 +150,10 @@ def _outputs(body: dict[str, Any]) -> dict[str, str]:
 
 def _calls(body: dict[str, Any]) -> list[str]:
     return [i["call_id"] for i in body["input"] if i.get("type") == "function_call"]
+
+
+def _reasoning_sent(body: dict[str, Any]) -> list[str]:
+    return [i["encrypted_content"] for i in body["input"] if i.get("type") == "reasoning"]
 
 
 def _texts(body: dict[str, Any], role: str) -> list[str]:
@@ -203,10 +219,40 @@ def test_summarized_rollout_resumes_from_the_summary(codex, session):
 
 
 def test_summary_that_keeps_the_last_messages_keeps_their_pairs(codex, session):
+    """--keep-last 8 would start at the last output (the second prompt brought Codex's permissions and
+    environment messages) and part it from its call; the cut moves so the pair stays."""
     home, project, rollout = session
-    done = run_cli("summarize", "--backend", "digest", "--keep-last", "2", rollout, text=True)
+    done = run_cli("summarize", "--backend", "digest", "--keep-last", "8", rollout, text=True)
     assert done.returncode == 0, done.stderr
     body = _resume(codex, home, project, _session_id(rollout))
     assert _calls(body) == ["call_05status"]
     assert ORIGINAL["call_05status"] in _outputs(body)["call_05status"]
     assert any(t.startswith("[Conversation compressed. ") for t in _texts(body, "user"))
+
+
+def test_uncompacted_rollout_resumes_with_every_reasoning_item(codex, session):
+    home, project, rollout = session
+    body = _resume(codex, home, project, _session_id(rollout))
+    assert _reasoning_sent(body) == [_reasoning(n)["encrypted_content"] for n in range(len(STEPS) + 2)]
+
+
+def test_micro_drop_thinking_sends_only_the_last_turns_reasoning(codex, session):
+    home, project, rollout = session
+    done = run_cli("micro", "--keep", "10", "--drop-thinking", rollout, text=True)
+    assert done.returncode == 0, done.stderr
+    body = _resume(codex, home, project, _session_id(rollout))
+    assert _reasoning_sent(body) == [_reasoning(len(STEPS) + 1)["encrypted_content"]]
+    assert _calls(body) == [step[0] for step in STEPS]
+    assert ORIGINAL["call_02log"] in _outputs(body)["call_02log"]  # outputs untouched
+
+
+def test_micro_truncate_sends_both_ends_of_a_cleared_output(codex, session):
+    home, project, rollout = session
+    done = run_cli("micro", "--keep", "1", "--truncate", "10:12", rollout, text=True)
+    assert done.returncode == 0, done.stderr
+    body = _resume(codex, home, project, _session_id(rollout))
+    counted = _outputs(body)["call_01count"]  # `seq 1 120`, after Codex's own header
+    assert counted.startswith("Chunk ID: ")
+    assert counted.rstrip("\n").endswith("118\n119\n120")
+    assert "characters truncated" in counted and "\n60\n" not in counted
+    assert _calls(body) == [step[0] for step in STEPS]

@@ -127,3 +127,18 @@ def test_responses_api_streams_the_scripted_items():
     ]
     assert events[2]["item"]["content"][0]["text"] == "hello"
     assert events[3]["response"]["usage"]["total_tokens"] > 0
+
+
+def test_messages_api_streams_thinking_with_its_signature():
+    thinking = {"type": "thinking", "thinking": "Plan.", "signature": "c2ln"}
+    with FakeAnthropic() as api:
+        api.reply_blocks = lambda body: [thinking, {"type": "text", "text": "Done."}]
+        status, text = _messages(api, [ASK], stream=True)
+    assert status == 200
+    events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+    deltas = [e["delta"] for e in events if e["type"] == "content_block_delta" and e["index"] == 0]
+    assert deltas == [
+        {"type": "thinking_delta", "thinking": "Plan."},
+        {"type": "signature_delta", "signature": "c2ln"},
+    ]
+    assert events[1]["content_block"] == {"type": "thinking", "thinking": "", "signature": ""}
