@@ -118,9 +118,10 @@ def text_series(series: dict[str, Sequence[int]], *, width: int = WIDTH, title: 
             level = 0 if value <= 0 else max(1, round(value / top * (len(LEVELS) - 1)))
             cells.append(LEVELS[level])
         lines.append(f"{name[:name_width]:<{name_width}} |{''.join(cells)}| {human(peaks[name])}")
-    scale = f"{'':<{name_width}}  calls 1-{calls}; '@' = {human(top)} tokens sent"
+    scale = f"{'':<{name_width}}  calls 1-{calls}"
     if per > 1:
-        scale += f"; 1 column = {per} calls (largest)"
+        scale += f", {per} a column (largest)"
+    scale += f"; '@' = {human(top)} tokens sent"
     lines.append(scale)
     return "\n".join(line[:width] for line in lines) + "\n"
 

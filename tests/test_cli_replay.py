@@ -21,7 +21,7 @@ from helpers.cli import invoke, run_cli
 from helpers.corpus import corpus_params, expectation
 
 from compactcli import dialects
-from compactcli.chart import text_chart
+from compactcli.chart import text_chart, text_series
 from compactcli.layers.replay import Row
 from compactcli.layers.validate import validate_records
 
@@ -787,3 +787,17 @@ def test_price_and_csv_need_compare(tmp_path: Path) -> None:
     for args in (("--price", "1,1,1"), ("--format", "csv")):
         got = run(source, "--backend", "digest", *args)
         assert got.exit_code == 2 and "--compare" in got.stderr, args
+
+
+def test_compare_chart_scale_and_width() -> None:
+    # On the scale of the largest value (100): 50 is level round(4.5) = 4 of LEVELS " .:-=+*#%@".
+    assert text_series({"a": [0, 50, 100], "bb": [10, 10, 10]}).splitlines() == [
+        "a  | =@| 100",
+        "bb |...| 10",
+        "    calls 1-3; '@' = 100 tokens sent",
+    ]
+    long = {f"strategy {n}": [1000 * c for c in range(1, 301)] for n in range(3)}  # 300 calls
+    lines = text_series(long).splitlines()
+    assert max(len(line) for line in lines) <= 80
+    # 80 columns less the name (10), " |", "| " and "300k" leave 62: 300 calls take 5 a column.
+    assert lines[-1].endswith("calls 1-300, 5 a column (largest); '@' = 300k tokens sent")
