@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import importlib.util
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 PLOT_HINT = "--plot needs matplotlib: pip install 'compactcli[plot]'"
 MARKS = {"auto": "A", "manual": "M", "recorded": "R"}
@@ -136,17 +137,35 @@ def have_matplotlib() -> bool:
         return False
 
 
-def write_png(rows: Sequence[RowLike], threshold: int, path: Path, *, title: str = "") -> None:
-    """Tokens per call (before compaction) as bars, the threshold as a dashed line, compactions as
-    vertical lines. Raises ImportError when matplotlib is missing."""
+@contextmanager
+def _png(path: Path, *, ylabel: str, title: str, height: float) -> Iterator[Any]:
+    """Axes to draw on; on leaving, labelled and saved to `path` as a PNG. Raises ImportError when
+    matplotlib is missing."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display needed
     import matplotlib.pyplot as plt
 
-    calls = [row for row in rows if row.event in (None, "auto")]
-    figure, axes = plt.subplots(figsize=(10, 4.5), dpi=100)
+    figure, axes = plt.subplots(figsize=(10, height), dpi=100)
     try:
+        yield axes
+        axes.set_xlabel("model call")
+        axes.set_ylabel(ylabel)
+        if title:
+            axes.set_title(title)
+        axes.legend(loc="upper left", fontsize="small")
+        axes.margins(x=0.01)
+        figure.tight_layout()
+        figure.savefig(path, format="png")
+    finally:
+        plt.close(figure)
+
+
+def write_png(rows: Sequence[RowLike], threshold: int, path: Path, *, title: str = "") -> None:
+    """Tokens per call (before compaction) as bars, the threshold as a dashed line, compactions as
+    vertical lines. Raises ImportError when matplotlib is missing."""
+    calls = [row for row in rows if row.event in (None, "auto")]
+    with _png(path, ylabel="tokens (estimate, before compaction)", title=title, height=4.5) as axes:
         numbers = [row.turn for row in calls]
         axes.bar(numbers, [row.tokens for row in calls], width=1.0, color="#4c72b0", label="tokens per call")
         axes.axhline(
@@ -160,36 +179,10 @@ def write_png(rows: Sequence[RowLike], threshold: int, path: Path, *, title: str
                 label = None if row.event in labelled else f"{row.event} compaction"
                 labelled.add(row.event)
                 axes.axvline(x, color=colours[row.event], linewidth=1, alpha=0.8, label=label)
-        axes.set_xlabel("model call")
-        axes.set_ylabel("tokens (estimate, before compaction)")
-        if title:
-            axes.set_title(title)
-        axes.legend(loc="upper left", fontsize="small")
-        axes.margins(x=0.01)
-        figure.tight_layout()
-        figure.savefig(path, format="png")
-    finally:
-        plt.close(figure)
 
 
 def write_series_png(series: dict[str, Sequence[int]], path: Path, *, title: str = "") -> None:
     """The tokens each call was sent, one line per series. Raises ImportError without matplotlib."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(10, 5), dpi=100)
-    try:
+    with _png(path, ylabel="tokens sent (estimate)", title=title, height=5) as axes:
         for name, values in series.items():
             axes.step(range(1, len(values) + 1), values, where="mid", linewidth=1.2, label=name)
-        axes.set_xlabel("model call")
-        axes.set_ylabel("tokens sent (estimate)")
-        if title:
-            axes.set_title(title)
-        axes.legend(loc="upper left", fontsize="small")
-        axes.margins(x=0.01)
-        figure.tight_layout()
-        figure.savefig(path, format="png")
-    finally:
-        plt.close(figure)
