@@ -363,3 +363,21 @@ def test_previews_name_what_the_strategies_change(session: Path) -> None:
         "micro", session, "-v", "-o", session.with_name("out.jsonl"), "--drop-progress", "--keep", "9"
     )
     assert "1 records dropped, 1 re-linked" in report.output
+
+
+def test_codex_patch_paths_are_resolved_against_the_turns_folder(tmp_path: Path) -> None:
+    arguments = json.dumps({"file_path": "/repo/src/app.py"})
+    patch = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-a\n+b\n*** End Patch"
+    records = [
+        {"timestamp": "2026-01-01T00:00:00.000Z", "type": "turn_context", "payload": {"cwd": "/repo"}},
+        item({"type": "function_call", "name": "read_file", "arguments": arguments, "call_id": "c1"}),
+        output("c1", LONG),  # read_file is preserved, but the patch below makes this copy stale
+        item({"type": "custom_tool_call", "name": "apply_patch", "call_id": "c2", "input": patch}),
+        output("c2", "Success. Updated the following files:\nM src/app.py"),
+    ]
+    source = write(tmp_path / "rollout.jsonl", records)
+    out = read(micro(source, "--dedupe-reads"))
+    assert out[2]["payload"]["output"] == "[Previous: used read_file]"
+    assert [r for n, r in enumerate(out) if n != 2] == [r for n, r in enumerate(records) if n != 2]
+    elsewhere = [{**records[0], "payload": {"cwd": "/other"}}, *records[1:]]
+    assert read(micro(write(tmp_path / "elsewhere.jsonl", elsewhere), "--dedupe-reads")) == elsewhere

@@ -128,6 +128,11 @@ class Dialect:
         """The record's tool calls that read or write a file."""
         return []
 
+    def working_folder(self, record: dict) -> str | None:
+        """The folder the session works in from this record on, when the record says (relative paths
+        of file_accesses are resolved against it)."""
+        return None
+
     def images(self, record: dict) -> list[Image]:
         """The images the record carries, in a fixed walk order (user blocks and tool results)."""
         return []

@@ -163,6 +163,10 @@ class ClaudeCodeDialect(Dialect):
             found.append(FileAccess(use["id"], use["name"], path, rule[1], part))
         return found
 
+    def working_folder(self, record: dict) -> str | None:
+        folder = record.get("cwd")
+        return folder if isinstance(folder, str) and folder else None
+
     def images(self, record: dict) -> list[Image]:
         message = self.message(record)
         return block_images(message.get("content")) if message else []

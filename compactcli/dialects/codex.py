@@ -359,6 +359,13 @@ class CodexDialect(Dialect):
             return []
         return call_file_accesses(entry)
 
+    def working_folder(self, record: dict) -> str | None:
+        """session_meta and each turn_context name the folder the turn runs in."""
+        if record.get("type") not in ("session_meta", "turn_context"):
+            return None
+        folder = record["payload"].get("cwd")
+        return folder if isinstance(folder, str) and folder else None
+
     def images(self, record: dict) -> list[Image]:
         return [data_url_image(part.get("image_url")) for part in _image_parts(record)]
 

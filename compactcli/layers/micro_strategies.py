@@ -16,7 +16,8 @@ Memory: a few atoms per record the strategy concerns (per record with a uuid onl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import posixpath
+from dataclasses import dataclass, field, replace
 
 from compactcli.dialects import Dialect
 from compactcli.dialects.base import WHOLE, FileAccess
@@ -65,12 +66,18 @@ class StrategyIndex:
         options = self.options
         self._drops = options.drop_progress or options.drop_sidechains or options.drop_thinking
         self._tracker = self.dialect.new_tracker()
+        self._folder = ""  # Dialect.working_folder, for relative paths
 
     def add(self, line: int, record: dict) -> None:
         dialect, options = self.dialect, self.options
         conversation = self._tracker.key(record)
         if options.dedupe_reads:
+            self._folder = dialect.working_folder(record) or self._folder
             for access in dialect.file_accesses(record):
+                if self._folder and not posixpath.isabs(access.path):
+                    access = replace(
+                        access, path=posixpath.normpath(posixpath.join(self._folder, access.path))
+                    )
                 self.accesses.setdefault(access.tool_use_id, []).append(access)
         if options.keep_images is not None:
             count = len(dialect.images(record))
