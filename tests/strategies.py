@@ -460,12 +460,87 @@ def _openai(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------
+# codex
+
+
+def _codex_item(payload: dict[str, Any], second: int) -> dict[str, Any]:
+    return {
+        "timestamp": f"2026-05-04T09:{second // 60 % 60:02d}:{second % 60:02d}.000Z",
+        "type": "response_item",
+        "payload": payload,
+    }
+
+
+def _codex_text(role: str, text: str) -> dict[str, Any]:
+    kind = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+
+@st.composite
+def _codex(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A rollout: session_meta and turn_context, user messages (some with an input_image), reasoning
+    items, shell calls that read files (`cat`, `sed -n`) or run other commands, apply_patch calls on
+    relative paths, their outputs (some lists with an image), and assistant messages that end turns."""
+    ids = _Ids("call_", draw(st.integers(0, 2**32 - 1)))
+    files = ("src/app.py", "README.md", "/repo/src/app.py", "tests/test_app.py")
+    clock = iter(range(10_000))
+    meta = {"id": "0199a1b2-c3d4", "cwd": "/repo", "originator": "codex_cli_rs", "cli_version": "0.171.0"}
+    rollout: list[dict[str, Any]] = [
+        {"timestamp": "2026-05-04T09:00:00.000Z", "type": "session_meta", "payload": meta},
+        {
+            "timestamp": "2026-05-04T09:00:00.000Z",
+            "type": "turn_context",
+            "payload": {"cwd": "/repo", "model": "gpt-5"},
+        },
+    ]
+    image = {"type": "input_image", "image_url": f"data:image/png;base64,{PNG_1X1}"}
+    for _ in range(draw(st.integers(1, 4))):
+        words = _codex_text("user", draw(prose()))
+        if draw(st.integers(0, 3)) == 0:
+            words["content"].append(image)
+        rollout.append(_codex_item(words, next(clock)))
+        for _ in range(draw(st.integers(0, 3))):
+            if draw(st.booleans()):
+                summary = [{"type": "summary_text", "text": draw(prose())}]
+                reasoning = {"type": "reasoning", "summary": summary, "encrypted_content": "gAAAA" + "x" * 40}
+                rollout.append(_codex_item(reasoning, next(clock)))
+            call_id, path = ids.next(), draw(st.sampled_from(files))
+            kind = draw(st.sampled_from(["cat", "sed", "other", "patch"]))
+            if kind == "patch":
+                patch = f"*** Begin Patch\n*** Update File: {path}\n@@\n-a\n+b\n*** End Patch"
+                call = {"type": "custom_tool_call", "name": "apply_patch", "call_id": call_id, "input": patch}
+                answer_kind = "custom_tool_call_output"
+            else:
+                command = {
+                    "cat": f"cat {path}",
+                    "sed": f"sed -n '1,{draw(st.integers(1, 3)) * 100}p' {path}",
+                }.get(kind, "pytest -q | tail -5")
+                arguments = json.dumps({"cmd": command, "workdir": "/repo"})
+                call = {
+                    "type": "function_call",
+                    "name": "exec_command",
+                    "arguments": arguments,
+                    "call_id": call_id,
+                }
+                answer_kind = "function_call_output"
+            rollout.append(_codex_item(call, next(clock)))
+            output: Any = draw(sized_text())
+            if answer_kind == "function_call_output" and draw(st.integers(0, 4)) == 0:
+                output = [{"type": "input_text", "text": output}, image]
+            rollout.append(
+                _codex_item({"type": answer_kind, "call_id": call_id, "output": output}, next(clock))
+            )
+        rollout.append(_codex_item(_codex_text("assistant", draw(prose())), next(clock)))
+    return rollout
+
+
+# ---------------------------------------------------------------------------------------------
 # public API
 
 
 def conversations(dialect: str) -> st.SearchStrategy[list[dict[str, Any]]]:
-    """Valid conversations in `dialect` (anthropic | claude-code | openai), one dict per line."""
-    strategies = {"anthropic": _anthropic, "claude-code": _claude_code, "openai": _openai}
+    """Valid conversations in `dialect` (anthropic | claude-code | openai | codex), one dict per line."""
+    strategies = {"anthropic": _anthropic, "claude-code": _claude_code, "openai": _openai, "codex": _codex}
     if dialect not in strategies:
         raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
     return strategies[dialect]()

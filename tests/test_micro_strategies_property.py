@@ -62,7 +62,7 @@ def pairs(records: list[dict], dialect: str) -> tuple[set[str], set[str]]:
     return uses, results
 
 
-@pytest.mark.parametrize("dialect", reference.DIALECTS)
+@pytest.mark.parametrize("dialect", (*reference.DIALECTS, "codex"))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_strategies_keep_pairs_validate_and_are_idempotent(dialect: str, data) -> None:
