@@ -43,7 +43,7 @@ def compare(
             count=count,
             summarizer=summarizer,
             archive=lambda entries: NOT_ARCHIVED,
-            threshold=run.threshold if run.threshold is not None else float("inf"),  # type: ignore[arg-type]
+            threshold=run.replay_threshold,
             micro_options=run.micro_options(micro_options),
             run_micro=run.run_micro,
             costs=True,

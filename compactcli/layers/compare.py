@@ -10,6 +10,7 @@ compactcli.layers.replay, run with `costs=True`.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,11 @@ class Run:
 
     strategy: Strategy
     threshold: int | None  # None: never auto-compacts
+
+    @property
+    def replay_threshold(self) -> int:
+        """The replay's threshold: one no context reaches when the strategy never auto-compacts."""
+        return self.threshold if self.threshold is not None else sys.maxsize
 
     @property
     def run_micro(self) -> bool:
