@@ -156,24 +156,12 @@ class FakeAnthropic:
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> FakeAnthropic:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        server.daemon_threads = True
-        server.fake = self  # type: ignore[attr-defined]
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-anthropic"
-        )
-        self._thread.daemon = True
-        self._thread.start()
+        self._server, self._thread = serve_on_loopback(self, _Handler, "fake-anthropic")
         return self
 
     def stop(self) -> None:
         self._stopping.set()  # wakes handlers that are sleeping through a planned delay
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        shut_down(self._server, self._thread)
 
     def __enter__(self) -> FakeAnthropic:
         return self.start()
@@ -473,7 +461,31 @@ def _unpaired(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-class _Handler(BaseHTTPRequestHandler):
+def serve_on_loopback(
+    fake: object, handler: type[BaseHTTPRequestHandler], name: str
+) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    """A threaded HTTP server on 127.0.0.1 (a free port) whose handlers reach `fake` as server.fake."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    server.fake = fake  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, name=name)
+    thread.daemon = True
+    thread.start()
+    return server, thread
+
+
+def shut_down(server: ThreadingHTTPServer | None, thread: threading.Thread | None) -> None:
+    if server is not None:
+        server.shutdown()
+        server.server_close()
+    if thread is not None:
+        thread.join(timeout=5)
+
+
+class LoopbackHandler(BaseHTTPRequestHandler):
+    """What the fake servers' handlers share: keep-alive, the request read into a Recorded, a Reply
+    written out."""
+
     protocol_version = "HTTP/1.1"  # keep-alive, as the SDK's connection pool expects
     timeout = 10  # close idle keep-alive connections so threads do not linger
 
@@ -484,7 +496,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve()
 
     def _serve(self) -> None:
-        fake: FakeAnthropic = self.server.fake  # type: ignore[attr-defined]
+        raise NotImplementedError
+
+    def received(self) -> Recorded:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
@@ -492,13 +506,42 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         path, _, query = self.path.partition("?")
-        rec = Recorded(
+        return Recorded(
             method=self.command,
             path=path,
             query=query,
             headers={k.lower(): v for k, v in self.headers.items()},
             body=body,
         )
+
+    def send(self, reply: Reply) -> None:
+        body = reply.body
+        if isinstance(body, bytes):
+            data = body
+        elif isinstance(body, str):
+            data = body.encode()
+        else:
+            data = json.dumps(body).encode()
+        headers = {"content-type": "application/json", **reply.headers}
+        try:
+            self.send_response(reply.status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timed out) before the reply
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+
+class _Handler(LoopbackHandler):
+    def _serve(self) -> None:
+        fake: FakeAnthropic = self.server.fake  # type: ignore[attr-defined]
+        rec = self.received()
+        body = rec.body
         reply = fake.handle(rec)
         rec.status = reply.status
         rec.request_id = reply.headers.get("request-id", rec.request_id)
@@ -515,28 +558,6 @@ class _Handler(BaseHTTPRequestHandler):
                 body=_events(reply.body),
                 headers={**reply.headers, "content-type": "text/event-stream"},
             )
-        self._send(reply, rec.request_id)
-
-    def _send(self, reply: Reply, request_id: str) -> None:
-        body = reply.body
-        if isinstance(body, dict) and body.get("type") == "error":
-            body = {**body, "request_id": request_id}
-        if isinstance(body, bytes):
-            data = body
-        elif isinstance(body, str):
-            data = body.encode()
-        else:
-            data = json.dumps(body).encode()
-        headers = {"content-type": "application/json", **reply.headers, "request-id": request_id}
-        try:
-            self.send_response(reply.status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (timed out) before the reply
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # keep test output clean
+        if isinstance(reply.body, dict) and reply.body.get("type") == "error":
+            reply = Reply(reply.status, {**reply.body, "request_id": rec.request_id}, reply.headers)
+        self.send(Reply(reply.status, reply.body, {**reply.headers, "request-id": rec.request_id}))

@@ -18,10 +18,10 @@ import itertools
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
-from fakeapi import Recorded
+from fakeapi import LoopbackHandler, Recorded, Reply, serve_on_loopback, shut_down
 
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 OUTPUTS = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call"}
@@ -74,23 +74,11 @@ class FakeResponses:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> FakeResponses:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        server.daemon_threads = True
-        server.fake = self  # type: ignore[attr-defined]
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-responses"
-        )
-        self._thread.daemon = True
-        self._thread.start()
+        self._server, self._thread = serve_on_loopback(self, _Handler, "fake-responses")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        shut_down(self._server, self._thread)
 
     @property
     def url(self) -> str:
@@ -172,38 +160,10 @@ def _events(response_id: str, body: dict[str, Any], items: list[dict[str, Any]])
     return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = 10
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    def do_POST(self) -> None:
-        self._serve()
-
+class _Handler(LoopbackHandler):
     def _serve(self) -> None:
         fake: FakeResponses = self.server.fake  # type: ignore[attr-defined]
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        path, _, query = self.path.partition("?")
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        rec = Recorded(method=self.command, path=path, query=query, headers=headers, body=body)
+        rec = self.received()
         status, content_type, data = fake.handle(rec)
         rec.status = status
-        payload = data.encode()
-        try:
-            self.send_response(status)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.send(Reply(status, data, {"content-type": content_type}))

@@ -25,6 +25,11 @@ def _post(url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int,
         return error.code, error.read().decode()
 
 
+def _sse(text: str) -> list[dict[str, Any]]:
+    """The data of each server-sent event, in order."""
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+
+
 def _messages(api: FakeAnthropic, messages: list[dict[str, Any]], **extra: Any) -> tuple[int, str]:
     body = {"model": "claude-test", "max_tokens": 100, "messages": messages, **extra}
     headers = {"x-api-key": api.api_key, "anthropic-version": "2023-06-01"}
@@ -69,7 +74,7 @@ def test_messages_api_streams_tool_use_as_events():
         api.reply_blocks = lambda body: [USE["content"][0]]
         status, text = _messages(api, [ASK], stream=True)
     assert status == 200
-    events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+    events = _sse(text)
     assert [e["type"] for e in events] == [
         "message_start",
         "content_block_start",
@@ -118,7 +123,7 @@ def test_responses_api_streams_the_scripted_items():
         api.reply_items = lambda body: [message("hello")]
         status, text = _responses(api, [USER, CALL, OUTPUT])
     assert status == 200
-    events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+    events = _sse(text)
     assert [e["type"] for e in events] == [
         "response.created",
         "response.output_item.added",
@@ -135,7 +140,7 @@ def test_messages_api_streams_thinking_with_its_signature():
         api.reply_blocks = lambda body: [thinking, {"type": "text", "text": "Done."}]
         status, text = _messages(api, [ASK], stream=True)
     assert status == 200
-    events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+    events = _sse(text)
     deltas = [e["delta"] for e in events if e["type"] == "content_block_delta" and e["index"] == 0]
     assert deltas == [
         {"type": "thinking_delta", "thinking": "Plan."},
