@@ -44,9 +44,10 @@ from compactcli.layers.summarize import (
     choose_cut,
     is_summary_message,
     nothing_to_summarize,
+    summarizer_view,
     summary_text,
 )
-from compactcli.transcript import copy_range, dialect_for, diff_line, parse_line
+from compactcli.transcript import ConversationLines, Line, copy_range, dialect_for, diff_line, parse_line
 
 
 @dataclass(frozen=True)
@@ -83,21 +84,35 @@ def _dump(record: dict, style: _Style) -> bytes:
     return orjson.dumps(record, default=plain)
 
 
+@dataclass(slots=True)
+class _Linked:
+    """A record of the dialect's chain (Dialect.link), in the conversation's order."""
+
+    offset: int
+    length: int
+    line: int
+    uuid: str | None
+    parent: str | None
+
+
 @dataclass
 class _Conversation:
-    """One conversation's messages since its last compaction (skeletons: role and tool ids)."""
+    """One conversation's messages since its last compaction (skeletons: role and tool ids), in the
+    order the model saw them (Dialect.new_order; file order without one)."""
 
     messages: list[dict] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     offsets: list[int] = field(default_factory=list)
-    synthetic: set[int] = field(default_factory=set)  # lines of API error notices: never sent
-    # Every record of the dialect's chain (Dialect.link): (offset, length, own id, parent id).
-    chain: list[tuple[int, int, str | None, str | None]] = field(default_factory=list)
+    synthetic: set[int] = field(default_factory=set)  # offsets of API error notices: never sent
+    # Every record of the dialect's chain, in the conversation's order.
+    chain: list[_Linked] = field(default_factory=list)
+    at_chain: list[int] = field(default_factory=list)  # per message: its place in `chain`
 
     def restart(self) -> None:
         self.messages.clear()
         self.lines.clear()
         self.offsets.clear()
+        self.at_chain.clear()
 
 
 def _with_history(dialect: Dialect, record: dict) -> list[dict]:
@@ -133,8 +148,10 @@ class SummaryEdit:
     cut_offset: int = 0
     cut_line: int = 0  # first line kept after the summary; one past the last line when none is
     top: list[tuple[int, int]] = field(default_factory=list)  # spans kept above the summary
-    dropped: int = 0  # lines before the cut that are not kept
+    dropped: int = 0  # lines the summary replaces (they are in the archive only)
     relink: list[tuple[int, int]] = field(default_factory=list)  # spans whose parentUuid changes
+    # Summarized records after cut_offset (the conversation's order is not the file's): left out.
+    removed: list[tuple[int, int]] = field(default_factory=list)
     # Records the summary records take their shape from (Dialect.summary_records' context_records):
     # the first user message, the last message and the last linked record before the cut.
     context_offsets: tuple[int, ...] = ()
@@ -154,18 +171,17 @@ class SummaryEdit:
     # -- 2. the summary --------------------------------------------------------------------------
 
     def summarized_messages(self, source: BinaryIO) -> Iterator[dict]:
-        """The normalized messages before the cut, read again from `source` (from its start)."""
-        wanted = set(self.conversation.lines[: self.cut])
-        last = max(wanted, default=0)
-        source.seek(0)
-        for number, raw in enumerate(source, 1):
-            if number > last:
-                break
-            if number not in wanted or number in self.conversation.synthetic:
+        """The normalized messages before the cut, in the conversation's order, read again from `source`."""
+        conversation = self.conversation
+        for number, offset in zip(
+            conversation.lines[: self.cut], conversation.offsets[: self.cut], strict=True
+        ):
+            if offset in conversation.synthetic:
                 continue
-            record = parse_line(raw, self.path, number, self.on_invalid).record
+            source.seek(offset)
+            record = parse_line(source.readline(), self.path, number, self.on_invalid).record
             for each in _with_history(self.dialect, record) if record is not None else ():
-                normalized = self.dialect.normalize(each)
+                normalized = summarizer_view(self.dialect, each)
                 if normalized is not None:
                     yield normalized
 
@@ -229,11 +245,18 @@ class SummaryEdit:
             out.write(_dump(record, self.style) + self.style.eol)
         parent = self.dialect.link(records[-1])[0]
         position = self.cut_offset
-        for offset, length in self.relink:
+        for offset, length, relinked in self._tail_changes():
             copy_range(source, out, position, offset)
-            out.write(self._relinked(source, offset, length, parent))
+            if relinked:
+                out.write(self._relinked(source, offset, length, parent))
             position = offset + length
         copy_range(source, out, position, None)
+
+    def _tail_changes(self) -> list[tuple[int, int, bool]]:
+        """The spans after cut_offset that are not copied as they are: (offset, length, relinked);
+        a span not relinked is left out (it was summarized)."""
+        changes = [(o, n, True) for o, n in self.relink] + [(o, n, False) for o, n in self.removed]
+        return sorted(changes)
 
     def _relinked(self, source: BinaryIO, offset: int, length: int, parent: str | None) -> bytes:
         source.seek(offset)
@@ -247,11 +270,11 @@ class SummaryEdit:
 
     def describe(self, source: BinaryIO) -> Iterator[str]:
         kept = len(self.conversation.messages) - self.cut
+        summarized = self.conversation.lines[: self.cut]
         yield (
-            f"{self.path}: summarize {self.cut} messages (lines {self.conversation.lines[0]}-"
-            f"{self.conversation.lines[self.cut - 1]}) into one; keep {len(self.top)} lines above it, "
-            f"drop {self.dropped} lines, keep {kept} messages after it"
-            + (f" (from line {self.cut_line})" if kept else "")
+            f"{self.path}: summarize {self.cut} messages (lines {min(summarized)}-{max(summarized)}) "
+            f"into one; keep {len(self.top)} lines above it, replace {self.dropped} lines (kept in the "
+            f"archive), keep {kept} messages after it" + (f" (from line {self.cut_line})" if kept else "")
         )
 
     def diff(self, source: BinaryIO, name: str) -> Iterator[str]:
@@ -273,12 +296,16 @@ class SummaryEdit:
             yield "+" + diff_line(_dump(record, self.style) + b"\n")
         shift = len(self.top) + len(records) - before
         parent = self.dialect.link(records[-1])[0]
-        for offset, length in self.relink:
+        for offset, length, relinked in self._tail_changes():
             number = self._line_at(offset)
             source.seek(offset)
-            yield f"@@ -{number},1 +{number + shift},1 @@\n"
+            new_start = number + shift if relinked else number + shift - 1  # a deletion names the line before
+            yield f"@@ -{number},1 +{new_start},{int(relinked)} @@\n"
             yield "-" + diff_line(source.read(length))
-            yield "+" + diff_line(self._relinked(source, offset, length, parent))
+            if relinked:
+                yield "+" + diff_line(self._relinked(source, offset, length, parent))
+            else:
+                shift -= 1
 
     def _line_at(self, offset: int) -> int:
         return self.line_numbers.get(offset, 0)
@@ -288,29 +315,42 @@ class SummaryEdit:
 
 
 class _Reader:
-    """The first pass: conversations, the lines that may be kept on top, the style, the hash."""
+    """The first pass: conversations (in the dialect's order), the lines that may be kept on top, the
+    style, the hash."""
 
     def __init__(self, dialect: Dialect, counters: list[Any]) -> None:
         self.dialect = dialect
         self.main = _Conversation()
         self.side = _Conversation()  # sub-agent records: the conversation of a sub-agent's own file
         self.counters = counters
-        self.top_candidates: list[tuple[int, int]] = []  # (offset, length)
+        self.top_candidates: list[tuple[int, int]] = []  # (offset, length), in file order
         self.line_numbers: dict[int, int] = {}  # offset -> line, for relinked lines (diff only)
         self.style: _Style | None = None
         self.first_user: int | None = None  # offset of the first user message
         self.sources: list[int] = []  # Dialect.feeds_summary records of the active context, by offset
+        self.hasher = hashlib.sha256()
+
+    def each_line(self, line: Line, offset: int) -> None:
+        """Every line, in file order: the hash, and what stays above the summary when it is before the
+        cut (a title; a line kept unread by --on-invalid keep, in its place)."""
+        self.hasher.update(line.raw)
+        record = line.record
+        if record is None:
+            if line.raw.strip():
+                self.top_candidates.append((offset, len(line.raw)))
+            return
+        if self.dialect.stays_on_top(record):
+            self.top_candidates.append((offset, len(line.raw)))
 
     def add(self, number: int, raw: bytes, offset: int, record: dict) -> None:
         for counter in self.counters:
             counter.add(record, number)
         dialect = self.dialect
-        if dialect.stays_on_top(record):
-            self.top_candidates.append((offset, len(raw)))
         conversation = self.side if dialect.is_side(record) else self.main
+        position = len(conversation.chain)
         uuid, parent = dialect.link(record)
         if uuid is not None or parent is not None:
-            conversation.chain.append((offset, len(raw), uuid, parent))
+            conversation.chain.append(_Linked(offset, len(raw), number, uuid, parent))
             self.line_numbers[offset] = number
         compaction = dialect.compaction(record)
         if compaction == BOUNDARY:
@@ -319,7 +359,7 @@ class _Reader:
             if dialect.feeds_summary(record):
                 self.sources.append(offset)
             if dialect.restarted_with(record):  # it carries the new context: one summary message
-                self._message(conversation, number, raw, offset, record, {"role": "user"}, summary=True)
+                self._message(conversation, number, raw, offset, record, {"role": "user"}, position, True)
             return
         if dialect.feeds_summary(record) and conversation is self.main:
             self.sources.append(offset)
@@ -329,8 +369,8 @@ class _Reader:
         if compaction == SUMMARY:
             conversation.restart()  # the active context starts with it (older versions: no boundary)
         if dialect.is_synthetic(record):
-            conversation.synthetic.add(number)
-        self._message(conversation, number, raw, offset, record, normalized)
+            conversation.synthetic.add(offset)
+        self._message(conversation, number, raw, offset, record, normalized, position)
 
     def _message(
         self,
@@ -340,6 +380,7 @@ class _Reader:
         offset: int,
         record: dict,
         normalized: dict,
+        position: int,
         summary: bool = False,
     ) -> None:
         if self.style is None:
@@ -350,6 +391,7 @@ class _Reader:
         conversation.messages.append(_skeleton(self.dialect, record, normalized, summary))
         conversation.lines.append(number)
         conversation.offsets.append(offset)
+        conversation.at_chain.append(position)
 
 
 def analyze(
@@ -375,17 +417,15 @@ def analyze(
     heuristic = ContextCounter(dialect, "heuristic", detail=False)
     counters = [heuristic] + ([threshold_counter] if threshold_counter is not None else [])
     reader = _Reader(dialect, counters)
-    hasher = hashlib.sha256()
-    offset = lines = 0
-    for number, raw in enumerate(source, 1):
-        hasher.update(raw)
-        line = parse_line(raw, path, number, on_invalid)
+    # In the order the model saw the records (docs/design.md, "Dialects"): a split response is one
+    # message, an abandoned branch is no part of the conversation.
+    view = ConversationLines(source, path, on_invalid, dialect, each_line=reader.each_line)
+    for line in view:
         if line.record is not None:
-            reader.add(number, raw, offset, line.record)
-        offset += len(raw)
-        lines = number
+            reader.add(line.number, line.raw, view.offset, line.record)
+    offset, lines = view.size, view.lines
     edit = SummaryEdit(path, dialect, options, summarizer, on_invalid)
-    edit.sha256, edit.size = hasher.hexdigest(), offset
+    edit.sha256, edit.size = reader.hasher.hexdigest(), offset
     edit.style = reader.style or _Style()
     edit.pre_tokens = heuristic.tokens
     conversation = reader.main
@@ -415,29 +455,38 @@ def analyze(
         return edit
     edit._will_change = True
     _place_cut(edit, reader, conversation, offset, lines)
-    edit.stats.update(summarized=edit.cut, kept=len(messages) - edit.cut)
+    edit.stats.update(summarized=edit.cut, kept=len(messages) - edit.cut, replaced_lines=edit.dropped)
     return edit
 
 
 def _place_cut(
     edit: SummaryEdit, reader: _Reader, conversation: _Conversation, size: int, lines: int
 ) -> None:
+    """Where the kept part starts in the file, and what around it is kept, left out or relinked.
+
+    The cut is an index in the conversation's order; in the file, the kept part starts at its first
+    record there (cut_offset). Records of the conversation summarized but written after that are left
+    out (`removed`); kept records whose parent was summarized are relinked. Records of no conversation
+    after cut_offset (an abandoned branch, snapshots) stay as they are."""
     cut = edit.cut
+    chain = conversation.chain
+    start = conversation.at_chain[cut] if cut < len(conversation.messages) else len(chain)
+    kept = chain[start:]
     if cut < len(conversation.messages):
-        edit.cut_offset, edit.cut_line = conversation.offsets[cut], conversation.lines[cut]
+        first = min(
+            [(conversation.offsets[cut], conversation.lines[cut])] + [(e.offset, e.line) for e in kept]
+        )
+        edit.cut_offset, edit.cut_line = first
     else:
         edit.cut_offset, edit.cut_line = size, lines + 1
+    before = chain[:start]
     edit.top = [span for span in reader.top_candidates if span[0] < edit.cut_offset]
-    edit.dropped = edit.cut_line - 1 - len(edit.top)
-    before = [entry for entry in conversation.chain if entry[0] < edit.cut_offset]
-    gone = {entry[2] for entry in before if entry[2] is not None}
-    edit.relink = [
-        (offset, length)
-        for offset, length, _, parent in conversation.chain
-        if offset >= edit.cut_offset and parent in gone
-    ]
+    edit.removed = [(e.offset, e.length) for e in before if e.offset >= edit.cut_offset]
+    edit.dropped = edit.cut_line - 1 - len(edit.top) + len(edit.removed)
+    gone = {e.uuid for e in before if e.uuid is not None}
+    edit.relink = [(e.offset, e.length) for e in kept if e.parent in gone]
     last_message = conversation.offsets[cut - 1 : cut] if cut else []
-    last_linked = [entry[0] for entry in before if entry[2] is not None][-1:]
+    last_linked = [e.offset for e in before if e.uuid is not None][-1:]
     first_user = [reader.first_user] if reader.first_user is not None else []
     edit.context_offsets = tuple(dict.fromkeys(first_user + last_message + last_linked))
     sources = [offset for offset in reader.sources if offset < edit.cut_offset]

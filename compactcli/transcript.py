@@ -6,7 +6,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -67,19 +67,32 @@ class ConversationLines:
     After the iteration, `lines` and `size` count the whole file.
     """
 
-    def __init__(self, f: BinaryIO, path: str, on_invalid: str, dialect: dialects.Dialect) -> None:
+    def __init__(
+        self,
+        f: BinaryIO,
+        path: str,
+        on_invalid: str,
+        dialect: dialects.Dialect,
+        each_line: Callable[[Line, int], None] | None = None,
+    ) -> None:
         self.f, self.path, self.on_invalid, self.dialect = f, path, on_invalid, dialect
+        self.each_line = each_line  # called with (line, offset) for every line, in file order
         self.lines = 0
         self.size = 0
+        self.offset = 0  # of the line yielded last
 
     def __iter__(self) -> Iterator[Line]:
         order = self.dialect.new_order()
         base = self.f.tell()
+        each_line = self.each_line
         for line in read_lines(self.f, self.path, self.on_invalid):
             self.lines = line.number
             offset = base + self.size
             self.size += len(line.raw)
+            if each_line is not None:
+                each_line(line, offset)
             if order is None or line.record is None:
+                self.offset = offset
                 yield line
             else:
                 order.add(line.number, offset, line.record)
@@ -87,6 +100,7 @@ class ConversationLines:
             return
         for number, start in order.order():
             self.f.seek(start)
+            self.offset = start
             yield parse_line(self.f.readline(), self.path, number, self.on_invalid)
 
 

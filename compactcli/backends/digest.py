@@ -24,6 +24,7 @@ from compactcli.layers.summarize import (
     SUMMARY_PREFIX,
     clip,
     could_be_task,
+    is_user_words,
     message_text,
 )
 
@@ -115,7 +116,7 @@ class Digest:
         content = message.get("content")
         blocks = content if isinstance(content, list) else []
         text = _SYSTEM_REMINDER.sub("", message_text(message)).strip()
-        if role == "user" and text:
+        if is_user_words(message) and text:
             self._user_text(text)
         elif role == "assistant" and text:
             facts.last_text = text

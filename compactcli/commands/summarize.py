@@ -129,6 +129,8 @@ class SummarizeFigures(Figures):
             detail = [f"{stats.get('summarized', 0)} messages -> 1 by {stats.get('backend', '?')}"]
             if stats.get("kept"):
                 detail.append(f"kept {stats['kept']}")
+            if "replaced_lines" in stats:
+                detail.append(f"{stats['replaced_lines']} lines replaced (in the archive)")
             if "bytes_before" in stats:
                 detail.append(f"{stats['bytes_before']:,} -> {stats['bytes_after']:,} bytes")
             detail.append(f"{stats.get('redacted', 0)} secrets redacted")

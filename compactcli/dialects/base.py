@@ -191,6 +191,12 @@ class Dialect:
         queued prompts, reminders, file contents), an Anthropic-shaped user message of that content."""
         return None
 
+    def is_user_words(self, record: dict) -> bool:
+        """For a user message: whether the user wrote it. False for text the agent put in the user's
+        turn (Claude Code's isMeta records: skill bodies, image notes, caveats): the model is sent it and
+        estimate counts it, but a digest never lists it as the user's words."""
+        return True
+
     def instructions(self, record: dict) -> str | None:
         """A system prompt the file records (sent with every call, kept across compactions), or None."""
         return None

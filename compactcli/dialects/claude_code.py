@@ -218,6 +218,9 @@ class ClaudeCodeDialect(Dialect):
         texts = list(json_strings({k: v for k, v in record["attachment"].items() if k not in _NOT_SENT}))
         return {"role": "user", "content": [{"type": "text", "text": "\n".join(texts)}]} if texts else None
 
+    def is_user_words(self, record: dict) -> bool:
+        return record.get("isMeta") is not True
+
     def new_order(self) -> ChainOrder:
         return ChainOrder(self.new_tracker())
 

@@ -35,7 +35,13 @@ from compactcli import jsonio
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.layers import micro
 from compactcli.layers.micro import MicroOptions
-from compactcli.layers.summarize import SUMMARY_PREFIX, Summarizer, nothing_to_summarize, summary_text
+from compactcli.layers.summarize import (
+    SUMMARY_PREFIX,
+    Summarizer,
+    nothing_to_summarize,
+    summarizer_view,
+    summary_text,
+)
 
 DEFAULT_THRESHOLD = 50_000
 COMPACT_TOOL = "compact"
@@ -425,7 +431,7 @@ class Replay:
                 messages.append({"role": "user", "content": SUMMARY_PREFIX})
                 continue
             for record in carried or [entry.record]:
-                normalized = self.dialect.normalize(record)
+                normalized = summarizer_view(self.dialect, record)
                 if normalized is not None:
                     messages.append(normalized)
         return messages

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from compactcli import redact as redaction
 from compactcli import tokens
+from compactcli.dialects import Dialect
 
 SUMMARY_PREFIX = "[Conversation compressed. Transcript: "
 # What Claude Code itself starts its compaction summaries with.
@@ -80,6 +81,25 @@ def could_be_task(text: str) -> bool:
     if not text or text.startswith(NOT_USER_WORDS):
         return False
     return not (text.startswith("<command-") and _BARE_COMMAND.search(text))
+
+
+# Set on a summarizer's copy of a user message that the user did not write (Dialect.is_user_words):
+# the message is still summarized, but never quoted or kept as the user's words.
+AGENT_NOTE = "agent_note"
+
+
+def summarizer_view(dialect: Dialect, record: dict) -> dict | None:
+    """The normalized message a summarizer is given for a record, marked with AGENT_NOTE when it is a
+    user message the user did not write."""
+    message = dialect.normalize(record)
+    if message is not None and message.get("role") == "user" and not dialect.is_user_words(record):
+        message[AGENT_NOTE] = True
+    return message
+
+
+def is_user_words(message: dict) -> bool:
+    """A normalized user message the user wrote (not marked AGENT_NOTE by summarizer_view)."""
+    return message.get("role") == "user" and not message.get(AGENT_NOTE)
 
 
 def is_summary_message(message: dict) -> bool:
@@ -245,9 +265,11 @@ class Renderer:
         elif content is not None:
             parts.append(self._clean(_json(content), INPUT_CHARS))
         body = "\n".join(p for p in parts if p)
-        if self.out.task is None and role == "user" and could_be_task(message_text(message)):
+        if self.out.task is None and is_user_words(message) and could_be_task(message_text(message)):
             # A second copy of text already counted in the chunk below.
             self.out.task = self._clean(message_text(message), TASK_CHARS, count=False)
+        if role == "user" and not is_user_words(message):
+            role = "user turn, added by the agent, not the user's words"
         self.out.chunks.append(f"--- message {self._count} ({role})\n{body}\n")
 
     def _block(self, block: object) -> str:
