@@ -45,6 +45,11 @@ class Source:
             self.stem = Path(path).stem
             self.place = Path(path)
         self.template = b""  # the first line: how new records are serialized
+        # Every line is accounted for (docs/design.md, "summarize: the cut and every line"): the lines
+        # of the last run, those kept unread by --on-invalid keep, and those a compaction archived.
+        self.lines = 0
+        self.unreadable: list[tuple[int, int, int]] = []  # (0-based line, offset, length)
+        self.archived: set[int] = set()  # 0-based lines
 
     def dialect(self, fmt: str | None) -> dialects.Dialect:
         self.file.seek(0)
@@ -55,18 +60,69 @@ class Source:
 
     def run(self, replay: Replay, on_invalid: str) -> ReplayResult:
         self.file.seek(0)
-        for line in ConversationLines(self.file, self.name, on_invalid, replay.dialect):
+        self.unreadable, self.archived = [], set()
+        archive = replay.archive
+
+        def archive_counted(entries: list[Entry]) -> str:
+            self.archived.update(entry.line for entry in entries if entry.line is not None)
+            return archive(entries)
+
+        replay.archive = archive_counted
+        view = ConversationLines(self.file, self.name, on_invalid, replay.dialect)
+        for line in view:
             if line.record is None:
+                if line.raw.strip():
+                    self.unreadable.append((line.number - 1, view.offset, len(line.raw)))
                 continue
             if not self.template:
                 self.template = line.raw
             replay.add(line.number - 1, line.record, line.raw, line.slow)
+        self.lines = view.lines
         return replay.finish()
 
+    def unreadable_lines(self) -> list[tuple[int, bytes]]:
+        """(0-based line, bytes) of the lines --on-invalid keep passed through unread."""
+        out = []
+        for line, offset, length in self.unreadable:
+            self.file.seek(offset)
+            out.append((line, self.file.read(length)))
+        return out
 
-def write_entries(out: IO[bytes], dialect: dialects.Dialect, entries: list[Entry], template: bytes) -> None:
+    def accounting(self, result: ReplayResult) -> dict[str, int]:
+        """Where the input's lines went: the output (the final context, and lines kept unread), an
+        archive of a simulated compaction, or left out (no part of the conversation replayed, blank, or
+        before a compaction the file records)."""
+        output = {entry.line for entry in result.context if entry.line is not None}
+        output |= {line for line, _, _ in self.unreadable}
+        archived = self.archived - output
+        return {
+            "lines": self.lines,
+            "lines_in_output": len(output),
+            "lines_archived": len(archived),
+            "lines_left_out": self.lines - len(output) - len(archived),
+        }
+
+
+def write_entries(
+    out: IO[bytes],
+    dialect: dialects.Dialect,
+    entries: list[Entry],
+    template: bytes,
+    unread: list[tuple[int, bytes]] = (),  # type: ignore[assignment]
+) -> None:
+    """The entries as JSONL; `unread` lines (0-based line, bytes) go in place, before the first entry
+    read after them."""
+    waiting = sorted(unread)
     for entry in output_entries(dialect, entries):
+        while waiting and entry.line is not None and waiting[0][0] < entry.line:
+            out.write(_ended(waiting.pop(0)[1]))
         out.write(entry_bytes(entry, template))
+    for _, raw in waiting:
+        out.write(_ended(raw))
+
+
+def _ended(raw: bytes) -> bytes:
+    return raw if raw.endswith(b"\n") else raw + b"\n"
 
 
 def archiver(source: Source, dialect: dialects.Dialect, folder: Path) -> Callable[[list[Entry]], str]:
@@ -97,13 +153,15 @@ def write_timeline(path: Path, result: ReplayResult) -> None:
         writer.write_all(rows)
 
 
-def write_output(output: str, dialect: dialects.Dialect, result: ReplayResult, template: bytes) -> None:
+def write_output(
+    output: str, dialect: dialects.Dialect, result: ReplayResult, template: bytes, unread=()
+) -> None:
     if output == "-":
-        write_entries(sys.stdout.buffer, dialect, result.context, template)
+        write_entries(sys.stdout.buffer, dialect, result.context, template, unread)
         sys.stdout.buffer.flush()
         return
     with storage.output_file(Path(output)) as out:
-        write_entries(out, dialect, result.context, template)
+        write_entries(out, dialect, result.context, template, unread)
 
 
 # --- reports -----------------------------------------------------------------------------------------
@@ -135,6 +193,13 @@ def report_lines(name: str, settings: dict, result: ReplayResult) -> list[str]:
     ]
     for archive in result.archives:
         lines.append(f"  archive               {archive}")
+    if "lines" in settings:
+        lines.append(
+            f"  input lines           {settings['lines']:,}: {settings['lines_in_output']:,} in the final "
+            f"context, {settings['lines_archived']:,} archived by compactions, "
+            f"{settings['lines_left_out']:,} left out (not in the conversation replayed, or before a "
+            "compaction the file records)"
+        )
     return lines
 
 

@@ -334,7 +334,7 @@ def replay(
             if timeline:
                 write_timeline(Path(timeline), result)
             if output:
-                write_output(output, chosen, result, source.template)
+                write_output(output, chosen, result, source.template, source.unreadable_lines())
             title = f"{Path(source.name).name}: tokens per model call ({estimator})"
             if plot:
                 chart.write_png(result.rows, limit, Path(plot), title=title)
@@ -349,6 +349,7 @@ def replay(
         "threshold": limit,
         "keep": keep,
         "backend": summarizer.name,
+        **source.accounting(result),
     }
     text = "\n".join(report_lines(source.name, settings, result)) + "\n\n"
     text += chart.text_chart(result.rows, limit, title=f"tokens per model call ({estimator} estimate)")
