@@ -193,12 +193,10 @@ def report_lines(name: str, settings: dict, result: ReplayResult) -> list[str]:
     ]
     for archive in result.archives:
         lines.append(f"  archive               {archive}")
-    if "lines" in settings:
+    if "lines" in settings:  # left out: no part of the conversation replayed, or before a recorded compaction
         lines.append(
-            f"  input lines           {settings['lines']:,}: {settings['lines_in_output']:,} in the final "
-            f"context, {settings['lines_archived']:,} archived by compactions, "
-            f"{settings['lines_left_out']:,} left out (not in the conversation replayed, or before a "
-            "compaction the file records)"
+            f"  input lines           {settings['lines']:,} ({settings['lines_in_output']:,} in the final "
+            f"context, {settings['lines_archived']:,} archived, {settings['lines_left_out']:,} left out)"
         )
     return lines
 
