@@ -115,6 +115,12 @@ def _gathered(func, name: str, cls):
     return wrapper
 
 
+def gather_options(name: str, cls) -> Callable:
+    """A decorator: the options named like the fields of dataclass `cls` reach the command as one
+    `name=cls(...)` argument."""
+    return lambda func: _gathered(func, name, cls)
+
+
 class OutputFormat(click.Choice):
     """--format's choices; a dialect's name (what --format meant in earlier versions) is refused with
     a pointer to --dialect."""

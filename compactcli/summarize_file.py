@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,14 +37,18 @@ import orjson
 
 from compactcli import redact as redaction
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
+from compactcli.dialects.base import USER_MESSAGES_TOKENS
 from compactcli.errors import BadInput, Unavailable
 from compactcli.jsonio import dumps_like, plain
 from compactcli.layers.summarize import (
     SUMMARY_PREFIX,
     Summarizer,
+    UserMessages,
     choose_cut,
     is_summary_message,
     nothing_to_summarize,
+    pin_closure,
+    searchable_text,
     summarizer_view,
     summary_text,
 )
@@ -55,6 +60,12 @@ class SummarizeOptions:
     keep_last: int = 0  # messages kept after the summary (0: summarize everything)
     focus: str | None = None  # Layer 3's argument: keep details about this
     threshold: int | None = None  # summarize only files whose estimate exceeds this
+    # Tokens of the user's own messages put verbatim after the summary (0: none); docs/design.md,
+    # "summarize: the user's words".
+    keep_user_messages: int = USER_MESSAGES_TOKENS
+    # Messages of the summarized part matching one of these regular expressions are kept verbatim
+    # after the summary, with the partners of their tool calls and results (docs/design.md).
+    pin: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,7 +114,9 @@ class _Conversation:
     messages: list[dict] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     offsets: list[int] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
     synthetic: set[int] = field(default_factory=set)  # offsets of API error notices: never sent
+    pinned: set[int] = field(default_factory=set)  # indexes of messages --pin matches
     # Every record of the dialect's chain, in the conversation's order.
     chain: list[_Linked] = field(default_factory=list)
     at_chain: list[int] = field(default_factory=list)  # per message: its place in `chain`
@@ -112,7 +125,9 @@ class _Conversation:
         self.messages.clear()
         self.lines.clear()
         self.offsets.clear()
+        self.lengths.clear()
         self.at_chain.clear()
+        self.pinned.clear()
 
 
 def _with_history(dialect: Dialect, record: dict) -> list[dict]:
@@ -152,6 +167,7 @@ class SummaryEdit:
     relink: list[tuple[int, int]] = field(default_factory=list)  # spans whose parentUuid changes
     # Summarized records after cut_offset (the conversation's order is not the file's): left out.
     removed: list[tuple[int, int]] = field(default_factory=list)
+    pinned: list[tuple[int, int]] = field(default_factory=list)  # kept verbatim after the summary (--pin)
     # Records the summary records take their shape from (Dialect.summary_records' context_records):
     # the first user message, the last message and the last linked record before the cut.
     context_offsets: tuple[int, ...] = ()
@@ -159,6 +175,7 @@ class SummaryEdit:
     pre_tokens: int | None = None
     summary: str | None = None
     archive_path: str | None = None
+    user_messages: UserMessages | None = None  # filled as summarized_messages is read
     _will_change: bool = False
 
     @property
@@ -173,6 +190,7 @@ class SummaryEdit:
     def summarized_messages(self, source: BinaryIO) -> Iterator[dict]:
         """The normalized messages before the cut, in the conversation's order, read again from `source`."""
         conversation = self.conversation
+        user_messages = UserMessages(self.options.keep_user_messages)
         for number, offset in zip(
             conversation.lines[: self.cut], conversation.offsets[: self.cut], strict=True
         ):
@@ -183,7 +201,9 @@ class SummaryEdit:
             for each in _with_history(self.dialect, record) if record is not None else ():
                 normalized = summarizer_view(self.dialect, each)
                 if normalized is not None:
+                    user_messages.add(normalized)
                     yield normalized
+        self.user_messages = user_messages
 
     def prepare(self, source: BinaryIO) -> None:
         """Have the summary written (the API call, if any). Raises Unavailable (exit 69)."""
@@ -233,8 +253,27 @@ class SummaryEdit:
     def write(self, source: BinaryIO, out: BinaryIO) -> None:
         if self.summary is None or self.archive_path is None:
             raise ValueError("write needs the summary (prepare) and the archive path (use_archive)")
-        records = self.new_records(source, self.summary, self.archive_path)
+        summary = self.summary + self._user_messages(source)
+        records = self.new_records(source, summary, self.archive_path)
         self._write(source, out, records)
+
+    def _user_messages(self, source: BinaryIO) -> str:
+        """The user's own messages, verbatim, to follow the summary (--keep-user-messages), redacted like
+        it; "" when there are none or the dialect's compaction keeps them itself."""
+        if self.options.keep_user_messages <= 0 or self.dialect.keeps_user_messages:
+            return ""
+        if self.user_messages is None:  # the summary came from elsewhere (a Message Batch result)
+            for _ in self.summarized_messages(source):
+                pass
+        assert self.user_messages is not None
+        section = self.user_messages.section()
+        if section and getattr(self.summarizer, "redact", True):
+            section, found = redaction.redact(section)
+            redactions = Counter(self.stats.get("redactions", {})) + found
+            self.stats["redacted"] = sum(redactions.values())
+            if redactions:
+                self.stats["redactions"] = dict(sorted(redactions.items()))
+        return "\n\n" + section if section else ""
 
     def _write(self, source: BinaryIO, out: BinaryIO, records: list[dict]) -> None:
         for offset, length in self.top:
@@ -243,7 +282,8 @@ class SummaryEdit:
             out.write(data if data.endswith(b"\n") else data + self.style.eol)
         for record in records:
             out.write(_dump(record, self.style) + self.style.eol)
-        parent = self.dialect.link(records[-1])[0]
+        lines, parent = self._pinned_lines(source, self.dialect.link(records[-1])[0])
+        out.write(b"".join(lines))
         position = self.cut_offset
         for offset, length, relinked in self._tail_changes():
             copy_range(source, out, position, offset)
@@ -251,6 +291,19 @@ class SummaryEdit:
                 out.write(self._relinked(source, offset, length, parent))
             position = offset + length
         copy_range(source, out, position, None)
+
+    def _pinned_lines(self, source: BinaryIO, parent: str | None) -> tuple[list[bytes], str | None]:
+        """The --pin lines as written after the summary, and the parent for the kept records: in a
+        dialect with a chain each pinned record hangs from the one before (the first from the summary)."""
+        lines = []
+        for offset, length in self.pinned:
+            source.seek(offset)
+            raw = source.read(length)
+            if parent is not None:
+                raw = self._relinked(source, offset, length, parent)
+                parent = self.dialect.link(orjson.loads(raw))[0] or parent
+            lines.append(raw if raw.endswith(b"\n") else raw + self.style.eol)
+        return lines, parent
 
     def _tail_changes(self) -> list[tuple[int, int, bool]]:
         """The spans after cut_offset that are not copied as they are: (offset, length, relinked);
@@ -285,7 +338,7 @@ class SummaryEdit:
         yield f"+++ {name}\n"
         top = {offset for offset, _ in self.top}
         before = self.cut_line - 1
-        yield f"@@ -1,{before} +1,{len(self.top) + len(records)} @@\n"
+        yield f"@@ -1,{before} +1,{len(self.top) + len(records) + len(self.pinned)} @@\n"
         source.seek(0)
         offset = 0
         for _ in range(before):
@@ -294,8 +347,10 @@ class SummaryEdit:
             offset += len(raw)
         for record in records:
             yield "+" + diff_line(_dump(record, self.style) + b"\n")
-        shift = len(self.top) + len(records) - before
-        parent = self.dialect.link(records[-1])[0]
+        pinned, parent = self._pinned_lines(source, self.dialect.link(records[-1])[0])
+        for raw in pinned:
+            yield "+" + diff_line(raw)
+        shift = len(self.top) + len(records) + len(pinned) - before
         for offset, length, relinked in self._tail_changes():
             number = self._line_at(offset)
             source.seek(offset)
@@ -318,8 +373,9 @@ class _Reader:
     """The first pass: conversations (in the dialect's order), the lines that may be kept on top, the
     style, the hash."""
 
-    def __init__(self, dialect: Dialect, counters: list[Any]) -> None:
+    def __init__(self, dialect: Dialect, counters: list[Any], pins: list[re.Pattern] | None = None) -> None:
         self.dialect = dialect
+        self.pins = pins or []
         self.main = _Conversation()
         self.side = _Conversation()  # sub-agent records: the conversation of a sub-agent's own file
         self.counters = counters
@@ -388,9 +444,14 @@ class _Reader:
         if self.first_user is None and normalized.get("role") == "user" and not summary:
             self.first_user = offset
         summary = summary or is_summary_message(normalized) or record.get("isCompactSummary") is True
+        if self.pins and not summary and not self.dialect.stays_on_top(record):
+            text = searchable_text(normalized)
+            if any(pin.search(text) for pin in self.pins):
+                conversation.pinned.add(len(conversation.messages))
         conversation.messages.append(_skeleton(self.dialect, record, normalized, summary))
         conversation.lines.append(number)
         conversation.offsets.append(offset)
+        conversation.lengths.append(len(raw))
         conversation.at_chain.append(position)
 
 
@@ -416,7 +477,7 @@ def analyze(
     threshold_counter = estimator(dialect) if (estimator and options.threshold is not None) else None
     heuristic = ContextCounter(dialect, "heuristic", detail=False)
     counters = [heuristic] + ([threshold_counter] if threshold_counter is not None else [])
-    reader = _Reader(dialect, counters)
+    reader = _Reader(dialect, counters, [re.compile(pattern) for pattern in options.pin])
     # In the order the model saw the records (docs/design.md, "Dialects"): a split response is one
     # message, an abandoned branch is no part of the conversation.
     view = ConversationLines(source, path, on_invalid, dialect, each_line=reader.each_line)
@@ -482,7 +543,14 @@ def _place_cut(
     before = chain[:start]
     edit.top = [span for span in reader.top_candidates if span[0] < edit.cut_offset]
     edit.removed = [(e.offset, e.length) for e in before if e.offset >= edit.cut_offset]
-    edit.dropped = edit.cut_line - 1 - len(edit.top) + len(edit.removed)
+    pinned = sorted(index for index in pin_closure(conversation.messages, conversation.pinned) if index < cut)
+    top = {offset for offset, _ in edit.top}
+    edit.pinned = [
+        (conversation.offsets[index], conversation.lengths[index])
+        for index in pinned
+        if conversation.offsets[index] not in top
+    ]
+    edit.dropped = edit.cut_line - 1 - len(edit.top) + len(edit.removed) - len(edit.pinned)
     gone = {e.uuid for e in before if e.uuid is not None}
     edit.relink = [(e.offset, e.length) for e in kept if e.parent in gone]
     last_message = conversation.offsets[cut - 1 : cut] if cut else []

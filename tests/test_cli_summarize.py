@@ -32,6 +32,14 @@ PREFIX = re.compile(
 )
 
 
+def model_part(summary: str) -> str:
+    """The summary as the summarizer wrote it: the user's own messages follow it (--keep-user-messages,
+    tested in tests/test_summarize_user_messages.py)."""
+    text, _, kept = summary.partition("\n\n## The user's own messages, verbatim")
+    assert kept, "the user's messages follow the summary by default"
+    return text
+
+
 def use(use_id: str, name: str, args: dict, text: str | None = None) -> dict:
     blocks = [{"type": "text", "text": text}] if text else []
     blocks.append({"type": "tool_use", "id": use_id, "name": name, "input": args})
@@ -132,7 +140,8 @@ def test_in_place_one_summary_message_naming_a_byte_exact_archive(transcript: Pa
     assert "- `python -m pytest -q`" in summary
     assert "FAILED test_calc.py::test_add" in summary
     assert "Fixed: add() adds now" in summary
-    assert "1 secrets redacted" in stderr
+    # The task's secret is replaced twice: in the digest and in the user's messages kept after it.
+    assert "2 secrets redacted" in stderr
     manifest = records_of((transcript.parent / ".transcripts" / "manifest.jsonl").read_bytes())
     assert manifest[-1]["archive"] == str(archive) and manifest[-1]["command"] == "summarize"
     assert manifest[-1]["options"]["backend"] == "digest"
@@ -502,10 +511,11 @@ def test_the_request_fences_the_transcript_and_carries_task_focus_and_no_secret(
     assert KEY not in json.dumps(body) and "[REDACTED:anthropic_key]" in data
     # The file: one message with the archive path and the model's text; the archive is the original.
     match = summary_match(path)
-    assert match["summary"] == "THE SUMMARY"
+    assert model_part(match["summary"]) == "THE SUMMARY"
     assert Path(match["path"]).read_bytes() == original
     assert "backend anthropic (model claude-test-1)" in done.stderr
-    assert "1 secrets redacted" in done.stderr
+    # once in what was sent, once in the user's message kept after the summary
+    assert "2 secrets redacted" in done.stderr
 
 
 @pytest.mark.parametrize(
@@ -562,7 +572,7 @@ def test_a_429_is_retried(fake_api: FakeAnthropic, api_transcript: tuple[Path, b
     done = run_api(fake_api, str(path), cwd=path.parent)
     assert done.returncode == OK, done.stderr
     assert [c.status for c in fake_api.calls("messages")] == [429, 200]
-    assert summary_match(path)["summary"] == "after the retry"
+    assert model_part(summary_match(path)["summary"]) == "after the retry"
 
 
 def test_overloaded_after_retries_exits_69_and_leaves_no_trace(
@@ -625,7 +635,7 @@ def test_an_over_long_transcript_is_summarized_in_parts_each_with_the_task(
     assert seen == list(range(1, len(conversation(30)) + 1))
     assert combine.startswith("<task>\n" + TASK)
     assert combine.count("<part_summary") == len(parts)
-    assert summary_match(path)["summary"] == "COMBINED"
+    assert model_part(summary_match(path)["summary"]) == "COMBINED"
 
 
 # ------------------------------------------------------------------------------ parallel files
@@ -656,7 +666,7 @@ def test_claude_code_summary_record_holds_the_model_text(fake_api: FakeAnthropic
     records = [json.loads(line) for line in path.read_bytes().splitlines()]
     summary = next(r for r in records if r.get("isCompactSummary"))
     match = API_PREFIX.match(summary["message"]["content"])
-    assert match and match["summary"] == "Claude Code summary."
+    assert match and model_part(match["summary"]) == "Claude Code summary."
     assert Path(match["path"]).read_bytes() == source.read_bytes()
 
 
@@ -798,7 +808,8 @@ def test_digest_task_with_a_private_key_is_redacted_when_clipped(tmp_path: Path)
     assert "## Task" in summary
     assert not [line for line in lines if line in summary]
     assert "[REDACTED:private_key]" in summary
-    assert "1 secrets redacted" in done.stderr
+    # once in the digest's task, once in the user's messages kept verbatim after it
+    assert "2 secrets redacted" in done.stderr
 
 
 def summarize_through_fake_api(fake_api, tmp_path: Path, text: str) -> str:

@@ -493,14 +493,14 @@ def test_summarize_keeps_the_tail_byte_for_byte_and_calls_with_their_outputs(tmp
 
 
 def test_summarize_keeps_the_users_recent_messages_within_a_budget():
-    from compactcli.dialects import codex
+    from compactcli.dialects import base  # the rule Codex's compaction uses (summarize's too)
 
     # 20,000 tokens at 4 bytes each: two messages of 30,000 bytes fit, the third is cut to its last 20,000.
     texts = ["a" * 30_000, "b" * 30_000, "c" * 30_000]
-    kept = codex.recent_within(texts)
+    kept = base.recent_within(texts)
     assert kept[1:] == ["b" * 30_000, "c" * 30_000]
-    assert kept[0] == codex.TRUNCATED + "\n" + "a" * 20_000
-    assert codex.recent_within(["x" * 10], tokens=0) == []
+    assert kept[0] == base.TRUNCATED + "\n" + "a" * 20_000
+    assert base.recent_within(["x" * 10], tokens=0) == []
 
 
 def test_replay_counts_model_calls_and_resets_at_the_recorded_compaction(rollout: Path, tmp_path: Path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import partial
 
@@ -9,11 +10,13 @@ import click
 
 from compactcli import context, runner
 from compactcli.backends.anthropic import DEFAULT_MODEL, have_credentials
+from compactcli.dialects.base import USER_MESSAGES_TOKENS
 from compactcli.errors import EXIT_CODES_HELP, UNAVAILABLE
 from compactcli.options import (
     Inputs,
     SummarizerSettings,
     Writes,
+    gather_options,
     input_options,
     summarizer_options,
     write_options,
@@ -54,6 +57,12 @@ get what Codex writes at /compact, so `codex resume` carries on: session_meta st
 user's most recent messages and the summary, then an event_msg `context_compacted`. OpenAI system
 messages stay on top. --check, --diff and --dry-run never call a model.
 
+The user's own messages in the summarized part (not tool results, not what the agent put in their turn)
+follow the summary word for word, redacted, the newest within --keep-user-messages tokens (default
+{USER_MESSAGES_TOKENS:,}, what Codex keeps): instructions are not paraphrased away. --pin REGEX keeps
+the summarized messages it matches as they are, after the summary; a pinned tool call keeps its
+results, and a pinned result its call, so no pair is broken.
+
 An API failure (after the SDK's retries) leaves the file untouched, with no archive: exit 69.
 
 \b
@@ -63,6 +72,15 @@ Examples:
   compactcli summarize --threshold 100000 --jobs 4 ~/.claude/projects
   compactcli summarize --keep-last 6 -o - session.jsonl > short.jsonl
 """
+
+
+def _check_patterns(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    for pattern in value:
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            raise click.BadParameter(f"{pattern!r} is not a regular expression: {err}", ctx, param) from None
+    return value
 
 
 def summarize_options() -> Callable:
@@ -77,6 +95,23 @@ def summarize_options() -> Callable:
         ),
         click.option(
             "--focus", default=None, metavar="TEXT", help="Ask the summary to keep details about TEXT."
+        ),
+        click.option(
+            "--keep-user-messages",
+            type=click.IntRange(0),
+            default=USER_MESSAGES_TOKENS,
+            show_default=True,
+            metavar="TOKENS",
+            help="Put the user's own messages verbatim after the summary, the newest within TOKENS "
+            "(0: none).",
+        ),
+        click.option(
+            "--pin",
+            multiple=True,
+            metavar="REGEX",
+            callback=_check_patterns,
+            help="Keep the summarized messages REGEX matches (text, tool inputs and results) verbatim "
+            "after the summary, with their tool calls or results. Repeatable.",
         ),
         click.option(
             "--threshold",
@@ -113,6 +148,7 @@ def summarize_options() -> Callable:
     ]
 
     def apply(func: Callable) -> Callable:
+        func = gather_options("options", SummarizeOptions)(func)
         for option in reversed(options):
             func = option(func)
         return func
@@ -162,9 +198,7 @@ def summarize(
     inputs: Inputs,
     writes: Writes,
     summarizer_settings: SummarizerSettings,
-    keep_last,
-    focus,
-    threshold,
+    options: SummarizeOptions,
     method,
     use_batch,
     batch_id,
@@ -188,16 +222,17 @@ def summarize(
         raise SystemExit(UNAVAILABLE)
     if not inputs.quiet and not preview:
         click.echo(f"summarize: backend {_backend_line(backend, summarizer)}", err=True)
-    options = SummarizeOptions(keep_last=keep_last, focus=focus, threshold=threshold)
     manifest_options = {
-        "keep_last": keep_last,
+        "keep_last": options.keep_last,
         "backend": summarizer.name,
         "model": getattr(summarizer, "model", None),
-        "focus": focus,
+        "focus": options.focus,
         "summary_tokens": summarizer_settings.summary_tokens,
         "max_input_tokens": summarizer_settings.max_input_tokens,
         "redact": not summarizer_settings.no_redact,
-        "threshold": threshold,
+        "threshold": options.threshold,
+        "keep_user_messages": options.keep_user_messages,
+        "pin": list(options.pin),
         "method": method,
     }
     settings = writes.settings("summarize", manifest_options)
@@ -207,7 +242,7 @@ def summarize(
         summarizer=summarizer,
         fmt=inputs.dialect,
         on_invalid=inputs.on_invalid,
-        estimator=context.estimator(method) if threshold is not None else None,
+        estimator=context.estimator(method) if options.threshold is not None else None,
     )
     report = Report(
         "summarize",

@@ -87,6 +87,8 @@ class Dialect:
     default_overhead: int = 0
     # summarize and replay can write a compaction the dialect's agent resumes from (summary_records).
     writes_compactions: bool = True
+    # summary_records keeps the user's recent messages itself (Codex): summarize adds no section of them.
+    keeps_user_messages: bool = False
     # One response's records may have tool results written between them (Claude Code); otherwise a
     # record the model did not write ends the response being recorded (Dialect.call_id).
     results_inside_responses: bool = False
@@ -267,6 +269,32 @@ class Dialect:
         and the last few records suffice); `now` and `new_uuid` make the result reproducible.
         """
         raise NotImplementedError
+
+
+# The user's own messages a compaction keeps: Codex keeps the most recent up to this many tokens (counted
+# as bytes / 4) after the initial context, then the summary; summarize --keep-user-messages defaults to
+# the same.
+USER_MESSAGES_TOKENS = 20_000
+BYTES_PER_TOKEN = 4
+TRUNCATED = "[... the start of this message is left out]"
+
+
+def recent_within(texts: list[str], tokens: int = USER_MESSAGES_TOKENS) -> list[str]:
+    """The most recent texts that fit in `tokens`; the oldest of them is cut (its end kept) to fit."""
+    room = tokens * BYTES_PER_TOKEN
+    kept: list[str] = []
+    for text in reversed(texts):
+        size = len(text.encode())
+        if room <= 0:
+            break
+        if size <= room:
+            kept.append(text)
+            room -= size
+            continue
+        tail = text.encode()[size - room :].decode(errors="ignore")
+        kept.append(TRUNCATED + "\n" + tail)
+        break
+    return kept[::-1]
 
 
 class RecordOrder(Protocol):

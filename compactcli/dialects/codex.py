@@ -27,6 +27,7 @@ from compactcli.dialects.base import (
     ToolUse,
     data_url_image,
     named_file_access,
+    recent_within,
 )
 from compactcli.dialects.openai import call_arguments
 
@@ -267,6 +268,7 @@ def normalize_item(entry: dict) -> dict | None:
 
 class CodexDialect(Dialect):
     name = "codex"
+    keeps_user_messages = True  # in the compacted record's replacement_history (compaction_records)
     title = "a Codex CLI rollout"
     api = "responses"
     one_message_per_line = False  # session_meta, turn_context and event_msg records pass through
@@ -470,12 +472,6 @@ def call_file_accesses(entry: dict) -> list[FileAccess]:
 
 # --- a compaction, written the way Codex writes a local one (docs/design.md, "Codex rollouts") ----------
 
-# Codex keeps the user's most recent messages up to this many tokens (counted as bytes / 4) after the
-# initial context, then the summary.
-USER_MESSAGES_TOKENS = 20_000
-BYTES_PER_TOKEN = 4
-TRUNCATED = "[... the start of this message is left out]"
-
 
 def message_item(role: str, text: str) -> dict:
     kind = "output_text" if role == "assistant" else "input_text"
@@ -505,24 +501,6 @@ def kept_context(records: Iterable[dict]) -> tuple[list[dict], list[str]]:
                 if text.strip() and text != summary:
                     texts.append(text)
     return context, texts
-
-
-def recent_within(texts: list[str], tokens: int = USER_MESSAGES_TOKENS) -> list[str]:
-    """The most recent texts that fit in `tokens`; the oldest of them is cut (its end kept) to fit."""
-    room = tokens * BYTES_PER_TOKEN
-    kept: list[str] = []
-    for text in reversed(texts):
-        size = len(text.encode())
-        if room <= 0:
-            break
-        if size <= room:
-            kept.append(text)
-            room -= size
-            continue
-        tail = text.encode()[size - room :].decode(errors="ignore")
-        kept.append(TRUNCATED + "\n" + tail)
-        break
-    return kept[::-1]
 
 
 def compaction_records(summary: str, context: list[dict], user_texts: list[str], now: datetime) -> list[dict]:

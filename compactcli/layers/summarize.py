@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -22,6 +22,7 @@ from typing import Protocol
 from compactcli import redact as redaction
 from compactcli import tokens
 from compactcli.dialects import Dialect
+from compactcli.dialects.base import BYTES_PER_TOKEN, USER_MESSAGES_TOKENS, recent_within
 
 SUMMARY_PREFIX = "[Conversation compressed. Transcript: "
 # What Claude Code itself starts its compaction summaries with.
@@ -100,6 +101,96 @@ def summarizer_view(dialect: Dialect, record: dict) -> dict | None:
 def is_user_words(message: dict) -> bool:
     """A normalized user message the user wrote (not marked AGENT_NOTE by summarizer_view)."""
     return message.get("role") == "user" and not message.get(AGENT_NOTE)
+
+
+class UserMessages:
+    """The user's own messages of a summarized part, for the summary message (--keep-user-messages):
+    the newest first within `tokens` (bytes / 4, as Codex counts), the oldest of them cut to fit; shown
+    oldest first. Left out: what the user did not write (AGENT_NOTE, NOT_USER_WORDS, a bare local
+    command), tool results and earlier summaries. Memory: the messages that fit, and one more."""
+
+    def __init__(self, tokens: int = USER_MESSAGES_TOKENS) -> None:
+        self.tokens = tokens
+        self.count = 0  # the user's messages seen
+        self._kept: deque[str] = deque()
+        self._bytes = 0
+
+    def add(self, message: dict) -> None:
+        if self.tokens <= 0 or not is_user_words(message) or is_summary_message(message):
+            return
+        text = message_text(message)
+        if not text.strip() or not could_be_task(text):
+            return
+        self.count += 1
+        self._kept.append(text)
+        self._bytes += len(text.encode())
+        room = self.tokens * BYTES_PER_TOKEN
+        while len(self._kept) > 1 and self._bytes - len(self._kept[0].encode()) >= room:
+            self._bytes -= len(self._kept.popleft().encode())
+
+    def section(self) -> str:
+        """The section added after the summary ("" when there is no message to keep)."""
+        texts = recent_within(list(self._kept), self.tokens)
+        if not texts:
+            return ""
+        first = self.count - len(texts) + 1
+        head = (
+            f"## The user's own messages, verbatim (the newest {len(texts)} of {self.count} user messages, "
+            f"within {self.tokens:,} tokens)"
+        )
+        body = "\n\n".join(
+            f"[user message {n} of {self.count}]\n{text}" for n, text in enumerate(texts, first)
+        )
+        return f"{head}\n\n{body}"
+
+
+def searchable_text(message: dict) -> str:
+    """What --pin looks in: a normalized message's text, tool inputs and tool results."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "tool_use":
+            parts.append(_json(block.get("input")))
+        elif kind == "tool_result":
+            parts.append(_result_text(block.get("content")))
+    return "\n".join(parts)
+
+
+def pin_closure(messages: list[dict], pinned: set[int]) -> set[int]:
+    """The pinned messages with their partners: a call's results and a result's call are pinned with it,
+    so that no pinned tool_use or tool_result is left alone after the summary (skeletons suffice)."""
+    uses: dict[str, int] = {}
+    results: dict[str, list[int]] = {}
+    for index, message in enumerate(messages):
+        for block in _blocks(message):
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                uses[block["id"]] = index
+            elif block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                results.setdefault(block["tool_use_id"], []).append(index)
+    done: set[int] = set()
+    todo = sorted(pinned)
+    while todo:
+        index = todo.pop()
+        if index in done:
+            continue
+        done.add(index)
+        for block in _blocks(messages[index]):
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                todo.extend(results.get(block["id"], []))
+            elif block.get("type") == "tool_result" and block.get("tool_use_id") in uses:
+                todo.append(uses[block["tool_use_id"]])
+    return done
 
 
 def is_summary_message(message: dict) -> bool:
