@@ -66,6 +66,10 @@ class SummarizeOptions:
     # Messages of the summarized part matching one of these regular expressions are kept verbatim
     # after the summary, with the partners of their tool calls and results (docs/design.md).
     pin: tuple[str, ...] = ()
+    # --verify: probe each summarized file against its original; --min-retention R (implies it): a file
+    # whose retention is below R exits 1 (compactcli/verify.py).
+    verify: bool = False
+    min_retention: float | None = None
 
 
 @dataclass(frozen=True)

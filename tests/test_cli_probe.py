@@ -40,9 +40,12 @@ def summary_file(path: Path, text: str) -> Path:
 
 
 def probe_json(*args: object) -> tuple[int, dict]:
+    """The exit code and the figures (`stats`) of probe's Report object."""
     done = run_cli("probe", "--format", "json", *args, text=True)
     assert done.stdout, done.stderr
-    return done.returncode, json.loads(done.stdout)
+    report = json.loads(done.stdout)
+    assert (report["command"], report["exit_code"]) == ("probe", done.returncode)
+    return done.returncode, report["stats"]
 
 
 def test_all_facts_survive(tmp_path: Path) -> None:

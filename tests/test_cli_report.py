@@ -207,6 +207,8 @@ def test_json_of_every_command_has_the_documented_fields(tmp_path: Path) -> None
         ],
         "restore": [("restore", "--list", "a.jsonl"), ("restore", "a.jsonl")],
         "prune": [("prune", "--keep-last", "0", "--dry-run", "a.jsonl"), ("prune", "--keep-last", "0", ".")],
+        "probe": [("probe", "c.jsonl", "a.jsonl"), ("probe", "--min-retention", "1", "a.jsonl", "c.jsonl"),
+                  ("probe", "b.jsonl", "a.jsonl")],
     }  # fmt: skip
     for command, calls in runs.items():
         allowed = documented_stats(command)

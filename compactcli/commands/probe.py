@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP, CompactError
-from compactcli.options import InputPath, dialect_option, on_invalid_option
-from compactcli.transcript import open_input
+from compactcli.options import InputPath, dialect_option, format_options, on_invalid_option
+from compactcli.report import FAILED, Outcome, json_object, json_text
+from compactcli.transcript import STDIN, STDIN_NAME, open_input
+
+PROBED = "probed"
 
 HELP = """Check how much of what a summary replaced survives in it.
 
@@ -43,14 +44,7 @@ def table(result) -> str:
 @click.argument("summarized", type=InputPath(allow_dash=True, exists=True, dir_okay=False))
 @dialect_option()
 @on_invalid_option("error: a bad line fails (exit 65); keep: pass over bad lines.")
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(("table", "json")),
-    default="table",
-    show_default=True,
-    help="table: a row per category, then what is missing; json: one object.",
-)
+@format_options(("table", "json"))
 @click.option(
     "--min-retention",
     type=click.FloatRange(0, 1),
@@ -63,16 +57,26 @@ def probe(original: str, summarized: str, dialect, on_invalid: str, output_forma
 
     if original == summarized == "-":
         raise click.UsageError("only one of ORIGINAL and SUMMARIZED can be stdin")
+    name = STDIN_NAME if original == STDIN else original
     try:
-        with open_input(original) as (source, source_name), open_input(summarized) as (result, name):
-            outcome = measure(source, source_name, result, name, fmt=dialect, on_invalid=on_invalid)
+        with open_input(original) as (source, name), open_input(summarized) as (result, summarized_name):
+            outcome = measure(source, name, result, summarized_name, fmt=dialect, on_invalid=on_invalid)
     except CompactError as exc:
-        click.echo(f"error: {exc}", err=True)
+        _report(Outcome(name, FAILED, exc.exit_code, str(exc)), output_format)
         raise SystemExit(exc.exit_code) from None
-    if output_format == "json":
-        click.echo(json.dumps(outcome.to_json(), ensure_ascii=False))
-    else:
-        click.echo(table(outcome))
+    report = Outcome(name, PROBED, stats={"summarized": summarized_name, **outcome.to_json()})
     if min_retention is not None and outcome.score < min_retention:
-        click.echo(f"retention {outcome.score:.2f} is below --min-retention {min_retention}", err=True)
-        raise SystemExit(CHECK_FAILED)
+        report.exit_code = CHECK_FAILED
+        report.message = f"retention {outcome.score:.2f} is below --min-retention {min_retention}"
+    if output_format != "json":
+        click.echo(table(outcome))
+    _report(report, output_format)
+    raise SystemExit(report.exit_code)
+
+
+def _report(outcome: Outcome, output_format: str) -> None:
+    """JSON: the Report object every command writes (docs/json-output.md); else errors on stderr."""
+    if output_format == "json":
+        click.echo(json_text(json_object("probe", outcome)))
+    if outcome.message:
+        click.echo(f"error: {outcome.message}" if outcome.status == FAILED else outcome.message, err=True)

@@ -11,7 +11,7 @@ import click
 from compactcli import context, runner
 from compactcli.backends.anthropic import DEFAULT_MODEL, have_credentials
 from compactcli.dialects.base import USER_MESSAGES_TOKENS
-from compactcli.errors import EXIT_CODES_HELP, UNAVAILABLE
+from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP, UNAVAILABLE
 from compactcli.options import (
     Inputs,
     SummarizerSettings,
@@ -23,6 +23,7 @@ from compactcli.options import (
 )
 from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
 from compactcli.summarize_file import SummarizeOptions, analyze
+from compactcli.transcript import STDIN
 
 HELP = f"""Replace a conversation with one summary message (Layers 2 and 3).
 
@@ -61,7 +62,9 @@ The user's own messages in the summarized part (not tool results, not what the a
 follow the summary word for word, redacted, the newest within --keep-user-messages tokens (default
 {USER_MESSAGES_TOKENS:,}, what Codex keeps): instructions are not paraphrased away. --pin REGEX keeps
 the summarized messages it matches as they are, after the summary; a pinned tool call keeps its
-results, and a pinned result its call, so no pair is broken.
+results, and a pinned result its call, so no pair is broken. --verify probes each summarized file
+against its original (as `compactcli probe`) and reports the retention; --min-retention R exits 1
+for a file below R.
 
 An API failure (after the SDK's retries) leaves the file untouched, with no archive: exit 69.
 
@@ -112,6 +115,19 @@ def summarize_options() -> Callable:
             callback=_check_patterns,
             help="Keep the summarized messages REGEX matches (text, tool inputs and results) verbatim "
             "after the summary, with their tool calls or results. Repeatable.",
+        ),
+        click.option(
+            "--verify",
+            is_flag=True,
+            help="Probe each summarized file against its original (as `compactcli probe`) and report "
+            "the retention.",
+        ),
+        click.option(
+            "--min-retention",
+            type=click.FloatRange(0, 1),
+            default=None,
+            metavar="R",
+            help="--verify, and exit 1 for a file whose retention is below R (0 to 1).",
         ),
         click.option(
             "--threshold",
@@ -167,6 +183,8 @@ class SummarizeFigures(Figures):
                 detail.append(f"kept {stats['kept']}")
             if "replaced_lines" in stats:
                 detail.append(f"{stats['replaced_lines']} lines replaced (in the archive)")
+            if "retention" in stats:
+                detail.append(f"retention {stats['retention']:.2f}")
             if "bytes_before" in stats:
                 detail.append(f"{stats['bytes_before']:,} -> {stats['bytes_after']:,} bytes")
             detail.append(f"{stats.get('redacted', 0)} secrets redacted")
@@ -186,7 +204,14 @@ class SummarizeFigures(Figures):
     def summary(self, outcomes: list[Outcome], preview: bool) -> str:
         line = super().summary(outcomes, preview)
         redacted = sum(o.stats.get("redacted", 0) for o in outcomes)
-        return line + (f", {redacted} secrets redacted" if redacted else "")
+        line += f", {redacted} secrets redacted" if redacted else ""
+        retention = [o.stats["retention"] for o in outcomes if "retention" in o.stats]
+        if retention:  # --verify
+            below = sum(1 for o in outcomes if "retention" in o.stats and o.exit_code == CHECK_FAILED)
+            line += f", lowest retention {min(retention):.2f}" + (
+                f" ({below} below --min-retention)" if below else ""
+            )
+        return line
 
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
@@ -207,34 +232,8 @@ def summarize(
     items = runner.find_inputs(inputs.paths, inputs.glob, writes.archive_dir, writes.output)
     preview = writes.preview
     summarizer = summarizer_settings.make()
-    backend = summarizer_settings.backend
-    if (use_batch or batch_id) and summarizer.name != "anthropic":
-        raise click.UsageError(
-            "--batch needs the anthropic backend (set ANTHROPIC_API_KEY or pass --backend)"
-        )
-    if summarizer.name == "anthropic" and not preview and not have_credentials():
-        # One error before any file is touched, not the same one for every file.
-        click.echo(
-            "error: --backend anthropic needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN in the environment "
-            "(--backend digest works offline); no file was changed",
-            err=True,
-        )
-        raise SystemExit(UNAVAILABLE)
-    if not inputs.quiet and not preview:
-        click.echo(f"summarize: backend {_backend_line(backend, summarizer)}", err=True)
-    manifest_options = {
-        "keep_last": options.keep_last,
-        "backend": summarizer.name,
-        "model": getattr(summarizer, "model", None),
-        "focus": options.focus,
-        "summary_tokens": summarizer_settings.summary_tokens,
-        "max_input_tokens": summarizer_settings.max_input_tokens,
-        "redact": not summarizer_settings.no_redact,
-        "threshold": options.threshold,
-        "keep_user_messages": options.keep_user_messages,
-        "pin": list(options.pin),
-        "method": method,
-    }
+    _check_backend(summarizer, summarizer_settings.backend, use_batch or batch_id, preview, inputs.quiet)
+    manifest_options = _manifest_options(options, summarizer, summarizer_settings, method)
     settings = writes.settings("summarize", manifest_options)
     file_analyze = partial(
         analyze,
@@ -254,6 +253,7 @@ def summarize(
         preview=preview,
         stdout_has_data=runner.stdout_carries_data(items, writes.output),
     )
+    on_outcome = _reporting(report, options, inputs, writes, items)
     if (use_batch or batch_id) and not preview:
         from compactcli.message_batch import run_batch
 
@@ -267,13 +267,68 @@ def summarize(
             summarizer=summarizer,
             batch_id=batch_id,
             poll_interval=poll_interval,
-            on_outcome=report.done,
+            on_outcome=on_outcome,
         )
     else:
         worker = runner.file_worker(items, inputs, writes, settings, file_analyze)
-        runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done)
+        runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=on_outcome)
         runner.write_manifest(report.outcomes, writes, settings)
     raise SystemExit(report.finish())
+
+
+def _check_backend(summarizer, requested: str, batch: object, preview: bool, quiet: bool) -> None:
+    """Usage and credential errors before any file is touched; the backend line on stderr."""
+    if batch and summarizer.name != "anthropic":
+        raise click.UsageError(
+            "--batch needs the anthropic backend (set ANTHROPIC_API_KEY or pass --backend)"
+        )
+    if summarizer.name == "anthropic" and not preview and not have_credentials():
+        # One error before any file is touched, not the same one for every file.
+        click.echo(
+            "error: --backend anthropic needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN in the environment "
+            "(--backend digest works offline); no file was changed",
+            err=True,
+        )
+        raise SystemExit(UNAVAILABLE)
+    if not quiet and not preview:
+        click.echo(f"summarize: backend {_backend_line(requested, summarizer)}", err=True)
+
+
+def _manifest_options(
+    options: SummarizeOptions, summarizer, settings: SummarizerSettings, method: str
+) -> dict:
+    return {
+        "keep_last": options.keep_last,
+        "backend": summarizer.name,
+        "model": getattr(summarizer, "model", None),
+        "focus": options.focus,
+        "summary_tokens": settings.summary_tokens,
+        "max_input_tokens": settings.max_input_tokens,
+        "redact": not settings.no_redact,
+        "threshold": options.threshold,
+        "keep_user_messages": options.keep_user_messages,
+        "pin": list(options.pin),
+        "method": method,
+    }
+
+
+def _reporting(
+    report: Report, options: SummarizeOptions, inputs: Inputs, writes: Writes, items: list[str]
+) -> Callable[[Outcome], None]:
+    """What each file's outcome goes through: the report, after --verify's probe when asked."""
+    if not options.verify and options.min_retention is None:
+        return report.done
+    if writes.output == "-" or (writes.output is None and STDIN in items):
+        raise click.UsageError("--verify reads the summarized file back: not with a transcript on stdout")
+    from compactcli.verify import verifying
+
+    return verifying(
+        report.done,
+        output=writes.output,
+        min_retention=options.min_retention,
+        fmt=inputs.dialect,
+        on_invalid=inputs.on_invalid,
+    )
 
 
 def _backend_line(requested: str, summarizer) -> str:

@@ -1,0 +1,65 @@
+"""summarize --verify: each summarized file is probed against its original, and --min-retention R makes a
+file below R exit 1. The summary comes from the fake Messages API (tests/fakeapi.py), so what it keeps is
+known: the transcript holds two facts, counted by hand (the path src/app.py and the user's instruction).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers.cli import run_cli
+
+INSTRUCTION = "Edit src/app.py"
+
+
+def summarize(fake_api, tmp_path: Path, *args: str) -> tuple[int, dict, str]:
+    path = tmp_path / "t.jsonl"
+    records = [{"role": "user", "content": INSTRUCTION}, {"role": "assistant", "content": "On it."}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    fake_api.reply_text = lambda body: "Worked on src/app.py."
+    done = run_cli("summarize", "--backend", "anthropic", "--json", *args, "t.jsonl", cwd=tmp_path,
+                   env=fake_api.env(), text=True)  # fmt: skip
+    [report] = [json.loads(line) for line in done.stdout.splitlines()]
+    return done.returncode, report, done.stderr
+
+
+@pytest.mark.parametrize(("minimum", "code"), [(None, 0), ("0.5", 0), ("0.51", 1)])
+def test_retention_of_the_summary_is_reported_and_gated(fake_api, tmp_path: Path, minimum, code) -> None:
+    # Without the user's messages kept, the summary keeps the path and loses the instruction: 1 of 2.
+    gate = ["--min-retention", minimum] if minimum else ["--verify"]
+    returncode, report, stderr = summarize(fake_api, tmp_path, "--keep-user-messages", "0", *gate)
+    assert (returncode, report["exit_code"]) == (code, code), stderr
+    assert report["status"] == "changed"
+    assert report["stats"]["retention"] == 0.5
+    assert report["stats"]["retention_by_category"]["paths"] == 1.0
+    assert report["stats"]["retention_by_category"]["instructions"] == 0.0
+    assert "lowest retention 0.50" in stderr
+    if code:
+        assert report["message"] == f"retention 0.50 is below --min-retention {minimum}"
+        assert "(1 below --min-retention)" in stderr
+
+
+def test_the_users_messages_kept_verbatim_carry_the_instruction(fake_api, tmp_path: Path) -> None:
+    returncode, report, _ = summarize(fake_api, tmp_path, "--min-retention", "1")
+    assert returncode == 0
+    assert report["stats"]["retention"] == 1.0
+
+
+def test_an_output_file_is_what_is_probed(fake_api, tmp_path: Path) -> None:
+    returncode, report, _ = summarize(
+        fake_api, tmp_path, "--keep-user-messages", "0", "--verify", "-o", "out.jsonl"
+    )
+    assert returncode == 0
+    assert report["stats"]["retention"] == 0.5
+    assert (tmp_path / "t.jsonl").read_text().startswith(json.dumps({"role": "user", "content": INSTRUCTION}))
+
+
+def test_verify_needs_a_file_to_read_back(tmp_path: Path) -> None:
+    (tmp_path / "t.jsonl").write_text(json.dumps({"role": "user", "content": INSTRUCTION}) + "\n")
+    done = run_cli(
+        "summarize", "--backend", "digest", "--verify", "-o", "-", "t.jsonl", cwd=tmp_path, text=True
+    )
+    assert done.returncode == 2
+    assert "--verify reads the summarized file back" in done.stderr
