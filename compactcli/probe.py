@@ -16,6 +16,7 @@ from typing import BinaryIO
 from compactcli.dialects import Dialect
 from compactcli.errors import BadInput
 from compactcli.jsonio import json_strings
+from compactcli.layers.summarize import could_be_task, is_user_words, summarizer_view
 from compactcli.transcript import dialect_for, read_lines
 
 CATEGORIES = ("paths", "commands", "errors", "urls", "identifiers", "numbers", "instructions")
@@ -103,10 +104,12 @@ class _Span:
 
     def add(self, message: dict) -> None:
         content = message.get("content")
-        role = message.get("role")
+        # The user's instructions: what the user wrote (not an agent's note in their turn, a local
+        # command's caveat or output), the same rule as the messages summarize keeps verbatim.
+        users = is_user_words(message)
         if isinstance(content, str):
             self.texts.append(content)
-            if role == "user":
+            if users and could_be_task(content):
                 self.user_texts.append(content)
             return
         for block in content if isinstance(content, list) else ():
@@ -115,7 +118,7 @@ class _Span:
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
                 self.texts.append(block["text"])
-                if role == "user":
+                if users and could_be_task(block["text"]):
                     self.user_texts.append(block["text"])
             elif kind == "tool_use" and isinstance(block.get("input"), dict):
                 for key in _COMMAND_KEYS:
@@ -199,7 +202,7 @@ def probe(
         if compacted and _key(message) in kept:
             continue  # carried over verbatim: not part of what the summary replaced
         replaced += 1
-        span.add(message)
+        span.add(summarizer_view(dialect, record) or message)
     if messages == 0:
         raise BadInput(f"{original_path}: no conversation to probe (no message records)")
 

@@ -137,3 +137,24 @@ def test_codex_rollout_is_read_through_its_dialect(tmp_path: Path) -> None:
     assert ask not in categories["instructions"]["missing"]
     assert "tally/cli.py" not in categories["paths"]["missing"]
     assert "/home/dev/tally/tally/cli.py" in categories["paths"]["missing"]
+
+
+def test_only_the_users_own_words_are_instructions(tmp_path: Path) -> None:
+    # A Claude Code session: an isMeta record (a hook's note in the user's turn) and a local command's
+    # caveat are not instructions; the one thing the user typed is the only one.
+    identity = {"isSidechain": False, "userType": "external", "cwd": "/home/u", "sessionId": "s-1"}
+    rows = [
+        ("user", "Rename load_config to read_config", {}),
+        ("user", "<system-reminder>PostToolUse hook: 3 lint warnings</system-reminder>", {"isMeta": True}),
+        ("user", "<local-command-stdout>done</local-command-stdout>", {}),
+        ("assistant", [{"type": "text", "text": "Renamed."}], {}),
+    ]
+    records = []
+    for number, (kind, content, extra) in enumerate(rows, 1):
+        message = {"role": kind, "content": content} | ({"id": f"m{number}"} if kind == "assistant" else {})
+        parent = records[-1]["uuid"] if records else None
+        records.append({"parentUuid": parent, **identity, "type": kind, "uuid": f"u{number}", **extra}
+                       | {"message": message})  # fmt: skip
+    original = write(tmp_path / "cc.jsonl", records)
+    _, report = probe_json(original, summary_file(tmp_path / "short.jsonl", "nothing kept"))
+    assert report["categories"]["instructions"]["missing"] == ["Rename load_config to read_config"]
