@@ -44,7 +44,10 @@ _PEM_TRUNCATED = re.compile(
     _PEM_HEADER + _EOL + r"*[A-Za-z0-9+/=]{40,}(?:" + _EOL + r"+[A-Za-z0-9+/=]{16,})*"
 )
 # scheme://user:PASSWORD@host; user may be empty (redis://:pw@host). Placeholders are kept.
-_URL_PASSWORD = re.compile(r"://[^:/@\s'\"<>]*:(?!\[REDACTED:)(?![${<])(?P<pw>[^@/\s'\"<>]+)@[A-Za-z0-9.-]+")
+# The user part holds no `[`: text already redacted (`token=[REDACTED:token]`) is not read as a user again.
+_URL_PASSWORD = re.compile(
+    r"://[^:/@\s'\"<>\[]*:(?!\[REDACTED:)(?![${<])(?P<pw>[^@/\s'\"<>]+)@[A-Za-z0-9.-]+"
+)
 # Lower-case patterns, run over the lower-cased text.
 _AUTHORIZATION = re.compile(
     r"authorization\\?[\"']?\s*[:=]\s*\\?[\"']?\s*(?:bearer|basic|token|bot)\s+"

@@ -269,3 +269,10 @@ def test_each_aws_key_prefix_on_both_sides_of_its_length(prefix: str) -> None:
     assert redact(f'"{key}"') == ('"[REDACTED:aws_access_key_id]"', Counter(aws_access_key_id=1))
     for near in (key[:-1], key + "Z", "X" + key, prefix.lower() + key[4:], key[:-1] + "a"):
         assert redact(f"id={near} next") == (f"id={near} next", Counter()), near
+
+
+def test_a_redacted_token_before_a_url_password_is_not_redacted_again() -> None:
+    # Found by the idempotence property: a second pass read `token=[REDACTED` as the user of a URL.
+    once, _ = redact("://token=postgres://u:pw12345@h/db")
+    assert once == "://token=[REDACTED:token][REDACTED:url_password]@h/db"
+    assert redact(once) == (once, Counter())
