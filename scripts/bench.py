@@ -646,6 +646,11 @@ def main() -> int:
     )
     parser.add_argument("--workers", type=int, default=2, help="--many-files: processes / workers (2)")
     parser.add_argument(
+        "--many-commands",
+        default="estimate,micro",
+        help="--many-files: the commands to time, comma-separated (estimate,micro)",
+    )
+    parser.add_argument(
         "--cron-files", type=int, default=5000, help="small files for the cron and --jobs cases (0: skip)"
     )
     args = parser.parse_args()
@@ -655,7 +660,8 @@ def main() -> int:
         import bench_cluster
 
         base = args.workdir or Path(tempfile.mkdtemp(prefix="compactcli-bench-"))
-        result = bench_cluster.run(cli, base, args.many_files, args.workers, args.repeat, args.seed)
+        commands = tuple(args.many_commands.split(","))
+        result = bench_cluster.run(cli, base, args.many_files, args.workers, args.repeat, args.seed, commands)
         if args.json:
             args.json.write_text(json.dumps(result, indent=2) + "\n")
         return 1 if result["failures"] else 0

@@ -44,21 +44,28 @@ def json_lines(text: str) -> list[dict]:
 def cluster() -> Iterator:
     """(scheduler address, client) of a LocalCluster of two single-threaded worker processes."""
     pytest.importorskip("distributed", reason="needs the dask extra: pip install 'compactcli[dask]'")
-    import logging
+    from distributed import Client
 
-    from distributed import Client, LocalCluster
+    from compactcli.executors import local_cluster
 
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            silence_logs=logging.ERROR,
-        ) as local,
-        Client(local) as client,
-    ):
+    with local_cluster(2) as local, Client(local) as client:
         yield local.scheduler_address, client
+
+
+@needs_dask
+def test_local_cluster_workers_run_without_what_costs_small_files_cpu(cluster) -> None:
+    """Dask's defaults set MALLOC_TRIM_THRESHOLD_ (estimate ~30% more CPU a file) and a 100 Hz profiler:
+    the workers that local:N starts have neither (executors.WORKER_CONFIG)."""
+    import dask
+
+    _, client = cluster
+    assert dask.config.get("distributed.nanny.pre-spawn-environ")["MALLOC_TRIM_THRESHOLD_"] == 65536
+    assert dask.config.get("distributed.worker.profile.enabled") is True
+    trim = client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_")
+    profile = client.run(dask.config.get, "distributed.worker.profile.enabled")
+    assert len(trim) == len(profile) == 2
+    assert set(trim.values()) == {None}
+    assert set(profile.values()) == {False}
 
 
 @pytest.fixture(scope="module")
