@@ -33,7 +33,11 @@ EXTRAS = {
     "abfss": "azure",
     "adl": "azure",
 }
-_SECRET_NAME = re.compile(r"SECRET|TOKEN|PASSWORD|CREDENTIAL|ACCOUNT_KEY|SAS", re.IGNORECASE)
+_SECRET_NAME = re.compile(
+    r"SECRET|TOKEN|PASSWORD|CREDENTIAL|ACCOUNT_KEY|SAS|CONNECTION_STRING", re.IGNORECASE
+)
+# The secret parts of an Azure connection string, which a message may quote without the rest of it.
+_SECRET_PART = re.compile(r"(AccountKey|SharedAccessSignature|SharedAccessKey)=([^;\s]+)", re.IGNORECASE)
 ARCHIVE_DIR_NAME = ".transcripts"
 COPY_CHUNK = 1 << 20
 
@@ -77,9 +81,11 @@ def discover(url: str, glob: str) -> list[str]:
         if fs.isfile(root):
             return [url]
         found = fs.find(root)
-    except Exception as exc:  # each filesystem raises its own errors for a missing bucket or no access
+    except FileNotFoundError:  # a bucket that does not exist (s3fs, gcsfs; adlfs finds nothing)
+        found = []
+    except Exception as exc:  # each filesystem raises its own errors for no access or no server
         raise errors.CompactError(f"{url}: cannot list: {_reason(exc)}") from None
-    if not found:
+    if not found:  # as for a local path that does not exist: a usage error
         raise errors.CompactError(f"{url}: no such file or folder", errors.USAGE)
     prefix = root.rstrip("/")
     relatives = []
@@ -151,4 +157,7 @@ def _reason(exc: Exception) -> str:
     for name, value in os.environ.items():
         if _SECRET_NAME.search(name) and len(value) >= 8:
             text = text.replace(value, "***")
+            for part in _SECRET_PART.finditer(value):
+                text = text.replace(part.group(2), "***")
+    text = _SECRET_PART.sub(r"\1=***", text)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
