@@ -85,14 +85,15 @@ def dask_available() -> bool:
     return importlib.util.find_spec("distributed") is not None
 
 
-def local_cluster(workers: int):
-    """A LocalCluster of `workers` single-threaded worker processes, quiet, dashboard on a free port."""
+def local_cluster(workers: int, config: dict | None = None):
+    """A LocalCluster of `workers` single-threaded worker processes, quiet, dashboard on a free port,
+    with `config` (by default WORKER_CONFIG; {} for Dask's defaults)."""
     import logging
 
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set(WORKER_CONFIG):  # read when each nanny is made, kept for its restarts
+    with dask.config.set(WORKER_CONFIG if config is None else config):  # read when each nanny is made
         return LocalCluster(
             n_workers=workers,
             threads_per_worker=1,

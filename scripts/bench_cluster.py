@@ -170,17 +170,9 @@ def run(
 
 def dask_default_cluster(workers: int):
     """A LocalCluster as Dask starts one by default (its nanny sets MALLOC_TRIM_THRESHOLD_)."""
-    import logging
+    from compactcli.executors import local_cluster
 
-    from distributed import LocalCluster
-
-    return LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=":0",
-        silence_logs=logging.ERROR,
-    )
+    return local_cluster(workers, config={})
 
 
 JOBS, CLUSTER, DEFAULT_ENV = "--jobs", "cluster", "cluster, Dask's default worker env"
