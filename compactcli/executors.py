@@ -27,7 +27,7 @@ LOCAL_CLUSTER = "local:"  # --scheduler local:N starts a LocalCluster of N worke
 CHUNK_MAX = 256
 CHUNKS_PER_WORKER = 4
 # How the workers of `local:N` differ from Dask's defaults, for tasks that read many small files and hold
-# no large arrays (README, "Many machines", says how to start other workers the same way):
+# no large arrays (docs/design.md, "Many machines"; README says how to start other workers the same way):
 # - Dask's nanny sets MALLOC_TRIM_THRESHOLD_ (to hand large arrays' memory back to the system); any fixed
 #   value turns off glibc's adaptive mmap threshold, so every buffer of 128 KiB or more (each file's read
 #   buffer) is mapped and unmapped again: estimate then costs ~30% more CPU a file;
