@@ -6,9 +6,10 @@ transcripts, so they are parsed with the stdlib and, if they change, written bac
 Numbers are written back as they were read (docs/design.md, "Lossless"): orjson turns `1e400` into
 an error, `1.0000000000000000001` into `1.0` and an integer beyond 64 bits into a float. The stdlib reads a
 float that would not survive as a `Number` that remembers its text. Reading stays fast: only when a
-changed line is written, and its original bytes hold such a literal (long digit runs, three-digit
-exponents: a cheap scan whose false alarms only cost speed), is the original read again with the
-stdlib and its numbers put back where the new value still holds them.
+changed line is written, its new value holds a float, and its original bytes hold such a literal where
+a number starts (long digit runs, three-digit exponents: cheap scans whose false alarms only cost
+speed), is the original read again with the stdlib and its numbers put back where the new value still
+holds them.
 """
 
 from __future__ import annotations
@@ -23,8 +24,12 @@ import orjson
 
 BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark, as some Windows tools start a file with
 
-# A literal a double may not hold: 16+ digits in a row, 17+ digits and dots, a 3-digit exponent.
-_RISKY_NUMBER = re.compile(rb"[0-9]{16}|[0-9.]{18}|[0-9][eE][+-]?[0-9]{3}")
+# A literal a double may not hold: 16+ digits in a row, 17+ digits and dots, a 3-digit exponent. Only
+# where a number can start (after `:`, `,` or `[`): digits inside strings raise fewer false alarms.
+_RISKY_NUMBER = re.compile(rb"[:,\[][ \t\r\n]*-?(?:[0-9]{16}|[0-9.]{18}|[0-9][0-9.]*[eE][+-]?[0-9]{3})")
+# A float in orjson's own output: it always writes one with "." or "e", right after `:`, `,` or `[`.
+# A line whose new value holds no float cannot hold a literal a double changed.
+_FLOAT_OUT = re.compile(rb"[:,\[]-?[0-9]+[.e]")
 
 
 class Number(float):
@@ -93,13 +98,14 @@ def dumps_like(value: Any, raw: bytes, needed_stdlib: bool = False) -> bytes:
     literals), no newline."""
     if raw.startswith(BOM):
         return BOM + dumps_like(value, raw[len(BOM) :], needed_stdlib)
+    spaced = _is_spaced(raw)
+    out = None if needed_stdlib or spaced else orjson.dumps(value)
     numbers = needed_stdlib
-    if not needed_stdlib and _RISKY_NUMBER.search(raw) is not None:
+    # The new line (short: a result was cleared) is scanned first; the original only if it has a float.
+    if not numbers and (out is None or _FLOAT_OUT.search(out)) and _RISKY_NUMBER.search(raw):
         value = _put_back_numbers(value, json.loads(raw, parse_float=_parse_float))
         numbers = True
-    spaced = _is_spaced(raw)
-    if not spaced and not numbers:
-        out = orjson.dumps(value)
+    if out is not None and not numbers:
         # Escaping only matters when the output has non-ASCII text and the original line had none.
         if out.isascii() or not raw.isascii():
             return out

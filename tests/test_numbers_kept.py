@@ -62,3 +62,29 @@ def test_a_changed_line_keeps_big_integers_long_fractions_and_huge_exponents(
     value["text"] = "new"
     out = jsonio.dumps_like(value, raw, slow)
     assert out == raw.replace(b'"old"', b'"new"')
+
+
+@given(
+    big=st.integers(min_value=2**64, max_value=10**40).map(str),
+    digits=st.text("0123456789", min_size=17, max_size=40),
+    sign=st.sampled_from(["", "-"]),
+    spaced=st.booleans(),
+)
+def test_literals_orjson_reads_as_floats_are_kept_in_arrays_and_after_whitespace(
+    big: str, digits: str, sign: str, spaced: bool
+) -> None:
+    # orjson reads these (no stdlib fallback) but as floats: the line must still be written back exactly.
+    colon, comma = (": ", ", ") if spaced else (":", ",")
+    items = comma.join([sign + big, f"{sign}1.{digits}1", "7"])
+    raw = f'{{"a"{colon}{{"b"{colon}[{items}]}}{comma}"text"{colon}"old"}}'.encode()
+    value, slow = jsonio.loads(raw)
+    assert not slow
+    value["text"] = "new"
+    assert jsonio.dumps_like(value, raw, slow) == raw.replace(b'"old"', b'"new"')
+
+
+def test_digits_inside_strings_do_not_change_a_line_without_numbers() -> None:
+    raw = b'{"text":"old","log":"id 12345678901234567890 took 1.25e300 s, [1.000000000000000001]"}'
+    value, slow = jsonio.loads(raw)
+    value["text"] = "new"
+    assert jsonio.dumps_like(value, raw, slow) == raw.replace(b'"old"', b'"new"')
