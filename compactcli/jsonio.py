@@ -27,9 +27,9 @@ BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark, as some Windows tools start a 
 # A literal a double may not hold: 16+ digits in a row, 17+ digits and dots, a 3-digit exponent. Only
 # where a number can start (after `:`, `,` or `[`): digits inside strings raise fewer false alarms.
 _RISKY_NUMBER = re.compile(rb"[:,\[][ \t\r\n]*-?(?:[0-9]{16}|[0-9.]{18}|[0-9][0-9.]*[eE][+-]?[0-9]{3})")
-# A float in orjson's own output: it always writes one with "." or "e", right after `:`, `,` or `[`.
-# A line whose new value holds no float cannot hold a literal a double changed.
-_FLOAT_OUT = re.compile(rb"[:,\[]-?[0-9]+[.e]")
+# A float as orjson writes it (always with "." or "e"; compact, so right after `:`, `,` or `[` and
+# right before `,`, `}` or `]`). A line whose new value holds no float holds no literal a double changed.
+_FLOAT_OUT = re.compile(rb"[:,\[]-?[0-9]+(?:\.[0-9]+(?:e[+-]?[0-9]+)?|e[+-]?[0-9]+)[,}\]]")
 
 
 class Number(float):
