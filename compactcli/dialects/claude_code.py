@@ -325,8 +325,10 @@ class ChainOrder:
       their parent); records sharing message.id are one assistant message: the records written between
       its first and last part (its tool results) come after the whole message.
 
-    Memory: a few atoms per record with a uuid, in flat dicts (no object per record: the garbage
-    collector would walk them all, again and again, while a large file is read).
+    Memory: a few atoms per record with a uuid, in flat lists and dicts (no object per record: the
+    garbage collector would walk them all, again and again, while a large file is read). Speed: most
+    records name the record before them as their parent; only the others are remembered, and a chain
+    whose parents all come before their children is ordered in one pass, without a heap.
     """
 
     def __init__(self, tracker: ConversationTracker) -> None:
@@ -334,115 +336,163 @@ class ChainOrder:
         self._chains: dict[str, _Chain] = {}
 
     def add(self, line: int, offset: int, record: dict) -> None:
-        key = MAIN if record.get("isSidechain") is not True else self._tracker.key(record)
+        get = record.get
+        key = MAIN if get("isSidechain") is not True else self._tracker.key(record)
         chain = self._chains.get(key)
         if chain is None:
             chain = self._chains[key] = _Chain()
-        uuid = record.get("uuid")
-        kind = record.get("type")
-        if not isinstance(uuid, str) or uuid in chain.line:
-            if kind not in MESSAGE_TYPES:
+        uuid = get("uuid")
+        kind = get("type")
+        position = chain.position
+        if type(uuid) is not str or uuid in position:
+            if kind != "user" and kind != "assistant":
                 return  # titles, snapshots, queue operations: no message, no place in the chain
             uuid = f"line:{line}"
         # A compaction starts a new chain (parentUuid null) but continues the conversation: the history
         # before it is the path a replay walks.
-        parent = record.get("parentUuid") or record.get("logicalParentUuid")
-        if not isinstance(parent, str):
+        parent = get("parentUuid") or get("logicalParentUuid")
+        if type(parent) is not str:
             # Only an explicit null starts a tree (the first prompt); a compaction continues the one
             # before it, and a record that names no parent at all follows the record before it.
-            compaction = is_compact_boundary(record) or record.get("isCompactSummary") is True
+            compaction = is_compact_boundary(record) or get("isCompactSummary") is True
             parent = chain.last if compaction or "parentUuid" not in record else None
-        chain.line[uuid] = line
-        chain.offset[uuid] = offset
-        chain.parent[uuid] = parent
-        chain.previous[uuid] = chain.last
-        message = record.get("message")
-        if kind == "assistant" and isinstance(message, dict) and message.get("id") is not None:
-            chain.response[uuid] = message["id"]
-        elif kind == "user" and not record.get("isMeta"):
-            content = message.get("content") if isinstance(message, dict) else None
-            if not _only_results(content):
-                chain.prompts.add(uuid)
+        at = len(chain.lines)
+        if parent != chain.last:
+            chain.parent[at] = parent
+        position[uuid] = at
+        chain.lines.append(line)
+        chain.offsets.append(offset)
         chain.last = uuid
+        message = get("message")
+        response = message.get("id") if kind == "assistant" and type(message) is dict else None
+        if response is not None:
+            chain.response[at] = response
+            if response != chain.last_response and response in chain.responses:
+                chain.split = True  # another record was written between two parts of this response
+            chain.responses.add(response)
+        elif kind == "user" and not get("isMeta"):
+            content = message.get("content") if type(message) is dict else None
+            if not _only_results(content):
+                chain.prompts.add(at)
+        chain.last_response = response
 
     def order(self) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
         for chain in self._chains.values():
-            out.extend((chain.line[uuid], chain.offset[uuid]) for uuid in chain.active())
+            lines, offsets = chain.lines, chain.offsets
+            out.extend((lines[at], offsets[at]) for at in chain.active())
         return out
 
 
 class _Chain:
-    """One conversation's records, by uuid: flat dicts of atoms."""
+    """One conversation's records, by position in file order (their uuid -> position in `position`)."""
 
     def __init__(self) -> None:
-        self.line: dict[str, int] = {}
-        self.offset: dict[str, int] = {}
-        self.parent: dict[str, str | None] = {}
-        self.previous: dict[str, str | None] = {}
-        self.response: dict[str, object] = {}  # assistant records: their message.id
-        self.prompts: set[str] = set()  # user records the user typed
+        self.position: dict[str, int] = {}
+        self.lines: list[int] = []
+        self.offsets: list[int] = []
+        # position -> the parent uuid named (None: a root), only where it is not the record before.
+        self.parent: dict[int, str | None] = {}
+        self.response: dict[int, object] = {}  # assistant records: their message.id
+        self.responses: set[object] = set()
+        self.prompts: set[int] = set()  # user records the user typed
         self.last: str | None = None
+        self.last_response: object = None
+        self.split = False  # some response has other records written between its parts
 
-    def active(self) -> list[str]:
-        line, parent = self.line, self.parent
-        for uuid, up in parent.items():
-            if up is not None and up not in line:
-                parent[uuid] = self.previous[uuid]  # a parent we cannot see (a torn line): the record before
-        children: dict[str | None, list[str]] = {}
-        for uuid, up in parent.items():
-            children.setdefault(up, []).append(uuid)
-        leaves = [uuid for uuid in line if uuid not in children]
+    def _parents(self) -> tuple[list[int], bool]:
+        """Each record's parent position (-1: none), and whether every parent comes before its child."""
+        parents = list(range(-1, len(self.lines) - 1))  # the record before, by default
+        forward = True
+        for at, named in self.parent.items():
+            # A parent not in the file (a torn line): the record before.
+            up = -1 if named is None else self.position.get(named, at - 1)
+            parents[at] = up
+            forward = forward and up < at
+        return parents, forward
+
+    def active(self) -> list[int] | range:
+        count = len(self.lines)
+        if not self.parent:
+            return range(count)  # one line of records, each the child of the one before
+        parents, forward = self._parents()
+        if not forward:
+            return self._whole_responses(self._general(parents))
+        # Every parent comes first: the last record is the last leaf, and the file order is the order
+        # the parents allow.
+        on_path = bytearray(count)
+        at = root = count - 1
+        while at >= 0 and not on_path[at]:
+            on_path[at] = 1
+            root, at = at, parents[at]
+        responses = {self.response[at] for at in self.response if on_path[at]}
+        keep = bytearray(count)
+        keep[root] = 1
+        for at in range(root + 1, count):
+            up = parents[at]
+            if up >= 0 and keep[up] and (on_path[at] or not self._forks(at, responses)):
+                keep[at] = 1
+        ordered = [at for at in range(root, count) if keep[at]]
+        return self._whole_responses(ordered) if self.split else ordered
+
+    def _general(self, parents: list[int]) -> list[int]:
+        """The branch and its order where some parent comes after its child (written out of order)."""
+        children: dict[int, list[int]] = {}
+        for at, up in enumerate(parents):
+            children.setdefault(up, []).append(at)
+        leaves = [at for at in range(len(parents)) if at not in children]
         if not leaves:
             return []
-        at: str | None = max(leaves, key=line.__getitem__)
-        path: set[str] = set()
-        while at is not None and at not in path:
+        at = leaves[-1]
+        path: set[int] = set()
+        while at >= 0 and at not in path:
             path.add(at)
-            root, at = at, parent[at]
+            root, at = at, parents[at]
         # Grow the branch from the path: sibling subtrees that are no fork.
-        responses = {self.response[uuid] for uuid in path if uuid in self.response}
-        keep: set[str] = set()
+        responses = {self.response[at] for at in path if at in self.response}
+        keep: set[int] = set()
         todo = [root]
         while todo:
-            uuid = todo.pop()
-            keep.add(uuid)
-            for child in children.get(uuid, ()):
-                if child in path or not self._forks(child, responses):
+            at = todo.pop()
+            keep.add(at)
+            for child in children.get(at, ()):
+                if child not in keep and (child in path or not self._forks(child, responses)):
                     todo.append(child)
-        # File order where the parents allow it.
-        ready = [(line[root], root)]
-        ordered: list[str] = []
+        # File order where the parents allow it (positions are in file order).
+        keep.discard(root)  # each record is taken once, even where parents go round in a cycle
+        ready = [root]
+        ordered: list[int] = []
         while ready:
-            _, uuid = heapq.heappop(ready)
-            ordered.append(uuid)
-            for child in children.get(uuid, ()):
+            at = heapq.heappop(ready)
+            ordered.append(at)
+            for child in children.get(at, ()):
                 if child in keep:
-                    heapq.heappush(ready, (line[child], child))
-        return self._whole_responses(ordered)
+                    keep.discard(child)
+                    heapq.heappush(ready, child)
+        return ordered
 
-    def _forks(self, uuid: str, responses: set[object]) -> bool:
+    def _forks(self, at: int, responses: set[object]) -> bool:
         """A record off the path that starts another branch: a prompt typed again (a rewind), or a part
         of a response the path does not hold (an answer generated again)."""
-        response = self.response.get(uuid)
-        return uuid in self.prompts or (response is not None and response not in responses)
+        response = self.response.get(at)
+        return at in self.prompts or (response is not None and response not in responses)
 
-    def _whole_responses(self, ordered: list[str]) -> list[str]:
+    def _whole_responses(self, ordered: list[int]) -> list[int]:
         """Each response's records together, the records written between its parts right after it."""
         response = self.response
         last: dict[object, int] = {}
-        for index, uuid in enumerate(ordered):
-            if uuid in response:
-                last[response[uuid]] = index
-        out: list[str] = []
+        for index, at in enumerate(ordered):
+            if at in response:
+                last[response[at]] = index
+        out: list[int] = []
         index = 0
         while index < len(ordered):
             own = response.get(ordered[index])
             end = last[own] if own is not None else index
             if end > index:
                 span = ordered[index : end + 1]
-                out.extend(uuid for uuid in span if response.get(uuid) == own)
-                out.extend(uuid for uuid in span if response.get(uuid) != own)
+                out.extend(at for at in span if response.get(at) == own)
+                out.extend(at for at in span if response.get(at) != own)
                 index = end + 1
             else:
                 out.append(ordered[index])
@@ -458,11 +508,12 @@ def _tool_use_blocks(message: dict | None) -> list[dict]:
 
 
 def _only_results(content: object) -> bool:
-    return (
-        isinstance(content, list)
-        and bool(content)
-        and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
-    )
+    if type(content) is not list or not content:
+        return False
+    for block in content:
+        if type(block) is not dict or block.get("type") != "tool_result":
+            return False
+    return True
 
 
 CLAUDE_CODE = ClaudeCodeDialect()
