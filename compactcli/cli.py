@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
 import signal
@@ -79,6 +78,8 @@ class LazyGroup(click.Group):
         try:
             return super().resolve_command(ctx, args)
         except click.UsageError as exc:
+            import difflib
+
             close = difflib.get_close_matches(args[0], COMMANDS, n=1) if args else []
             if close:
                 exc.message = f"{exc.message}\n\nDid you mean '{close[0]}'?"

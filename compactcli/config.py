@@ -15,7 +15,6 @@ click as the context's `default_map`, so click converts and checks them like typ
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,6 +87,8 @@ def load(path: str | Path | None = None, *, start: Path | None = None) -> Config
 
 
 def _read(path: Path) -> dict:
+    import tomllib  # only when a settings file exists: most runs have none (start-up time)
+
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)

@@ -6,7 +6,7 @@ from functools import partial
 
 import click
 
-from compactcli import micro_file, runner
+from compactcli import runner
 from compactcli.cache import RunCache
 from compactcli.errors import EXIT_CODES_HELP
 from compactcli.options import (
@@ -76,6 +76,8 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
       compactcli micro --dedupe-reads --keep-images 2 -o small.jsonl session.jsonl
       cat session.jsonl | compactcli micro - > compacted.jsonl
     """
+    from compactcli import micro_file  # not for --help, nor for a run the cache answers
+
     options = micro_settings(layer)
     items = runner.find_inputs(inputs.paths, inputs.glob, writes.archive_dir, writes.output)
     manifest_options = {

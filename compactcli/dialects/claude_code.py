@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import heapq
-import uuid as uuid_module
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -269,7 +268,9 @@ class ClaudeCodeDialect(Dialect):
         with the identity fields of the last of `context_records` that has a sessionId, fresh uuids
         and timestamps."""
         when = now or datetime.now(UTC)
-        make_uuid = new_uuid or (lambda: str(uuid_module.uuid4()))
+        import uuid  # only here: a compaction is written (start-up time of every other command)
+
+        make_uuid = new_uuid or (lambda: str(uuid.uuid4()))
         identity_source = next((r for r in reversed(context_records) if "sessionId" in r), {})
         identity = {k: identity_source[k] for k in IDENTITY if k in identity_source}
         identity.setdefault("isSidechain", False)
