@@ -96,14 +96,24 @@ def bench_many(
     for n in jobs:
         cases[f"every file read -j{n}"] = [*micro, "--no-cache", f"-j{n}", "--json"]
     samples: dict[str, list[float]] = {name: [] for name in cases}
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
     outputs = {n: work / f"j{n}.json" for n in jobs}
     for round_ in range(repeat):
         for name, argv in cases.items():
             n = int(name.rsplit("-j", 1)[1]) if "-j" in name else None
-            seconds = run_child(argv, stdout=outputs.get(n), env=env).seconds
-            samples[name].append(seconds)
-            print(f"  round {round_ + 1}: {name:30s} {seconds:6.2f}s", flush=True)
+            sample = run_child(argv, stdout=outputs.get(n), env=env)
+            samples[name].append(sample.seconds)
+            cpu[name].append(sample.cpu)
+            print(
+                f"  round {round_ + 1}: {name:30s} {sample.seconds:6.2f}s wall {sample.cpu:6.2f}s CPU",
+                flush=True,
+            )
     verified = [outputs[jobs[0]].read_bytes() == outputs[n].read_bytes() for n in jobs[1:]]
     shutil.rmtree(work, ignore_errors=True)
-    medians = {name: statistics.median(times) for name, times in samples.items()}
-    return {"files": files, "bytes": size, "medians": medians, "jobs_identical": all(verified)}
+    return {
+        "files": files,
+        "bytes": size,
+        "medians": {name: statistics.median(times) for name, times in samples.items()},
+        "cpu_medians": {name: statistics.median(times) for name, times in cpu.items()},
+        "jobs_identical": all(verified),
+    }
