@@ -325,8 +325,8 @@ def make_cases(src: Path, work: Path, dialect: str, cli: list[str], python: str)
             is_micro=True,
         ),
         Case(
-            "estimate (heuristic)",
-            [*cli, "estimate", "-q", str(src)],
+            "estimate (default method)",
+            [*cli, "estimate", "-q", "--no-cache", str(src)],
             output=work / "estimate.txt",
             stdout=work / "estimate.txt",
         ),
