@@ -33,6 +33,10 @@ class BadInput(CompactError):
     exit_code = DATA_ERR
 
 
+class TornLastLine(BadInput):
+    """A last line without a newline that does not parse: perhaps still being written."""
+
+
 class Busy(CompactError):
     """The file is locked by another writer or changed while it was processed."""
 

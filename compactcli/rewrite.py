@@ -132,6 +132,17 @@ def _process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
     return _in_place(item, path, settings, analyze)
 
 
+TORN_SETTLE = 0.5  # seconds a torn last line is given to be completed by a writer caught mid-line
+
+
+def _still_written(exc: errors.BadInput, path: Path, state: object) -> bool:
+    """Whether a file read with a torn last line grows within TORN_SETTLE (a writer was mid-line: busy)."""
+    if not isinstance(exc, errors.TornLastLine):
+        return False
+    time.sleep(TORN_SETTLE)
+    return storage.snapshot(path) != state
+
+
 def too_recent(item: str, st: os.stat_result, settings: FileSettings) -> Outcome | None:
     """The skipped outcome of a file modified less than --min-age ago (an agent may still write it)."""
     if settings.min_age and time.time() - st.st_mtime < settings.min_age:
@@ -166,8 +177,8 @@ def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -
         with open(path, "rb", buffering=READ_BUFFER) as source:
             try:
                 edit = analyze(source, item)
-            except errors.BadInput:
-                if storage.snapshot(path) != state:
+            except errors.BadInput as exc:
+                if storage.snapshot(path) != state or _still_written(exc, path, state):
                     raise errors.Busy(f"{item}: busy: changed while it was processed") from None
                 raise
             if not edit.changed:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from compactcli import dialects, jsonio
-from compactcli.errors import BadInput
+from compactcli.errors import BadInput, TornLastLine
 
 ON_INVALID = ("error", "keep")
 STDIN = "-"
@@ -47,6 +47,7 @@ def parse_line(raw: bytes, path: str, number: int, on_invalid: str = "error") ->
         reason = str(exc)
         if not raw.endswith(b"\n"):
             reason = f"torn last line (no newline at the end; still being written?): {reason}"
+            raise TornLastLine(f"{path}:{number}: {reason}") from None
         raise BadInput(f"{path}:{number}: {reason}") from None
     return Line(number, raw, record, slow)
 
