@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import run_cli
+from tests.helpers.sessions import claude_code_records
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = "Fix the crash in src/app/loader.py and always run pytest with -x"
@@ -142,19 +143,13 @@ def test_codex_rollout_is_read_through_its_dialect(tmp_path: Path) -> None:
 def test_only_the_users_own_words_are_instructions(tmp_path: Path) -> None:
     # A Claude Code session: an isMeta record (a hook's note in the user's turn) and a local command's
     # caveat are not instructions; the one thing the user typed is the only one.
-    identity = {"isSidechain": False, "userType": "external", "cwd": "/home/u", "sessionId": "s-1"}
     rows = [
         ("user", "Rename load_config to read_config", {}),
         ("user", "<system-reminder>PostToolUse hook: 3 lint warnings</system-reminder>", {"isMeta": True}),
         ("user", "<local-command-stdout>done</local-command-stdout>", {}),
         ("assistant", [{"type": "text", "text": "Renamed."}], {}),
     ]
-    records = []
-    for number, (kind, content, extra) in enumerate(rows, 1):
-        message = {"role": kind, "content": content} | ({"id": f"m{number}"} if kind == "assistant" else {})
-        parent = records[-1]["uuid"] if records else None
-        records.append({"parentUuid": parent, **identity, "type": kind, "uuid": f"u{number}", **extra}
-                       | {"message": message})  # fmt: skip
+    records = claude_code_records(rows)
     original = write(tmp_path / "cc.jsonl", records)
     _, report = probe_json(original, summary_file(tmp_path / "short.jsonl", "nothing kept"))
     assert report["categories"]["instructions"]["missing"] == ["Rename load_config to read_config"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import run_cli
+from helpers.sessions import ClaudeCodeSession
 
 from compactcli import dialects
 from compactcli.layers.validate import validate_records
@@ -90,16 +91,8 @@ def test_every_cut_of_a_chain_fixture_validates(tmp_path: Path, fixture: str, ke
 
 def meta_session() -> list[dict]:
     """A Claude Code session with isMeta records after the task: a skill's body and an image note."""
-    identity = {"isSidechain": False, "userType": "external", "cwd": "/home/u", "sessionId": "s-1"}
-    records: list[dict] = []
-
-    def add(kind: str, content: object, **extra: object) -> None:
-        number = len(records) + 1
-        parent = records[-1]["uuid"] if records else None
-        message = {"role": kind, "content": content} | ({"id": f"m{number}"} if kind == "assistant" else {})
-        record = {"parentUuid": parent, **identity, "type": kind, "uuid": f"u{number}", **extra}
-        records.append(record | {"message": message})
-
+    session = ClaudeCodeSession()
+    add = session.add
     add("user", "Port the parser to the new tokenizer")
     add("assistant", [{"type": "text", "text": "Looking at the parser."}])
     skill = "Base directory for this skill: /skills/refactor\n\nSKILL BODY TEXT"
@@ -107,7 +100,7 @@ def meta_session() -> list[dict]:
     add("user", "[Image: original 1200x800, displayed at 600x400]", isMeta=True)
     add("user", "also keep the old API working")
     add("assistant", [{"type": "text", "text": "Done."}])
-    return records
+    return session.records
 
 
 def test_meta_records_are_counted_but_never_the_users_words(tmp_path: Path) -> None:

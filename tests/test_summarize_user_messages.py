@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from helpers.cli import run_cli
+from helpers.sessions import claude_code_records
 
 SECRET = "ghp_" + "Qw8rT3" * 6
 FIRST = "Port the report command to the new template engine."  # 51 bytes
@@ -90,7 +91,6 @@ def test_the_model_summary_gets_the_messages_after_it(fake_api, tmp_path: Path) 
 
 
 def test_meta_records_are_not_the_users_messages(tmp_path: Path) -> None:
-    identity = {"isSidechain": False, "userType": "external", "cwd": "/home/u", "sessionId": "s-1"}
     rows = [
         ("user", FIRST, {}),
         ("user", "Base directory for this skill: /skills/x\n\nSKILL BODY", {"isMeta": True}),
@@ -98,12 +98,7 @@ def test_meta_records_are_not_the_users_messages(tmp_path: Path) -> None:
         ("user", FOURTH, {}),
         ("assistant", [{"type": "text", "text": "Done."}], {}),
     ]
-    records = []
-    for number, (kind, content, extra) in enumerate(rows, 1):
-        message = {"role": kind, "content": content} | ({"id": f"m{number}"} if kind == "assistant" else {})
-        parent = records[-1]["uuid"] if records else None
-        records.append({"parentUuid": parent, **identity, "type": kind, "uuid": f"u{number}", **extra}
-                       | {"message": message})  # fmt: skip
+    records = claude_code_records(rows)
     path = tmp_path / "cc.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     done = run_cli("summarize", "--backend", "digest", "cc.jsonl", cwd=tmp_path, text=True)
