@@ -5,11 +5,17 @@ Order of an in-place commit, and why:
      ``os.replace`` is atomic);
   2. the target must still be what the caller read (``FileState`` and, if given, its sha256):
      a file still being appended to is left alone and reported busy;
-  3. the original is copied byte-exact into the archive folder (``O_EXCL``: never overwritten);
+  3. the original is archived byte-exact under a name that is never reused (``O_EXCL``, ``link``
+     never overwrites): by a hard link to its inode where that is safe (``_link_original``), else
+     by a copy. The link costs no copy: after ``os.replace`` the inode is no longer at the path, so
+     the name in the archive folder holds the original's bytes, hashed and fsynced before it is named;
   4. the target is checked once more, the manifest line is written, the target is replaced.
      The manifest goes before the replacement so that a crash can never leave a replaced file
      whose original is archived but not recorded (``restore`` would not find it). A crash between
-     the two leaves the file unchanged and a record whose ``sha256_after`` does not match it.
+     the two leaves the file unchanged and a record whose ``sha256_after`` does not match it
+     (and, for a linked archive, a second name of the live file: ``restore`` refuses a file with
+     two links, and its sha256 stops matching as soon as the file is appended to);
+  5. a linked archive is made private (0600) through its descriptor once it is only the archive.
 """
 
 from __future__ import annotations
@@ -410,6 +416,99 @@ def _archive_copy(
     return Path(os.path.realpath(folder.path)) / final, sha, size
 
 
+# Linking by descriptor needs /proc (Linux), which is also where a writer holding the file open can be
+# seen: elsewhere such a writer would go on appending to the archive, so the original is copied.
+_PROC_FD = Path("/proc/self/fd")
+_CANNOT_LINK = (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOENT, errno.EOPNOTSUPP, errno.EACCES)
+
+
+@dataclass
+class _Linked:
+    """An archive that is a hard link to the original, and a descriptor of it for the chmod after."""
+
+    path: Path
+    sha256: str
+    size: int
+    fd: int
+
+    def make_private(self) -> None:
+        """0600 like a copied archive, once the replacement left the inode only in the archive folder."""
+        with contextlib.suppress(OSError):  # the folder is 0700: nothing reaches it by name meanwhile
+            os.fchmod(self.fd, 0o600)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def _link_original(
+    real: Path, expected: FileState, folder: ArchiveFolder, clock: Callable[[], datetime], stem: str
+) -> _Linked | None:
+    """Archive ``real`` by a hard link to its inode; None where a copy must be made instead.
+
+    Linked only when the archive folder would accept the file as its own member (a regular file of
+    the user's, not writable by group or others, with no other name that could change it) on the
+    same file system, and the file is still the inode first read. The bytes are hashed and fsynced
+    through one descriptor and that very inode is linked (``/proc/self/fd``), so the name holds what
+    was hashed; a later change is caught by the checks before the replacement, as for a copy.
+    """
+    if not _PROC_FD.is_dir():
+        return None
+    fd = os.open(real, os.O_RDONLY | _NOFOLLOW)
+    try:
+        st = os.fstat(fd)
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_ino != expected.inode
+            or st.st_nlink != 1
+            or st.st_uid != os.geteuid()
+            or st.st_mode & 0o022
+            or st.st_dev != os.fstat(folder.fd).st_dev
+        ):
+            os.close(fd)
+            return None
+        sha, size = _hash_fd(fd)
+        os.fsync(fd)  # the archive must be on disk before the manifest names it
+        for _ in range(_NAME_ATTEMPTS):
+            final = archive_name(stem, clock(), sha)
+            try:
+                os.link(_PROC_FD / str(fd), final, dst_dir_fd=folder.fd, follow_symlinks=True)
+            except FileExistsError:
+                time.sleep(1e-6)
+                continue
+            except OSError as e:
+                if e.errno in _CANNOT_LINK:
+                    os.close(fd)
+                    return None
+                raise
+            break
+        else:
+            raise FileExistsError(errno.EEXIST, "no free archive name", str(folder.path / final))
+        try:
+            folder.fsync()
+        except BaseException:
+            with contextlib.suppress(OSError):
+                folder.unlink(final)
+            raise
+    except BaseException:
+        os.close(fd)
+        raise
+    return _Linked(Path(os.path.realpath(folder.path)) / final, sha, size, fd)
+
+
+def _hash_fd(fd: int) -> tuple[str, int]:
+    """sha256 and size of a file read from its start through ``fd``."""
+    h = hashlib.sha256()
+    size = 0
+    buffer = bytearray(_CHUNK)
+    view = memoryview(buffer)
+    while n := os.readv(fd, [buffer]):
+        h.update(view[:n])
+        size += n
+    return h.hexdigest(), size
+
+
 def _remove_archive(archive: Path) -> None:
     """Remove an archive this run made and did not record."""
     with contextlib.suppress(OSError), _archive_folder(archive.parent, create=False) as folder:
@@ -753,6 +852,7 @@ class Replacement:
         if not isinstance(self.file, _HashingWriter):
             raise ValueError("an in-place replacement records its sha256: make it with hashed=True")
         archive: Path | None = archived[0] if archived else None
+        linked: _Linked | None = None
         try:
             with _io_errors(self.target):
                 sha_after, size_after = self._flush()
@@ -760,7 +860,11 @@ class Replacement:
                 folder_path = default_archive_dir(self.target, archive_dir)
                 with _archive_folder(folder_path, for_file=self.target) as folder:
                     if archived is None:
-                        archived = _archive_copy(self._real, folder, _utc_now, self._real.stem)
+                        linked = _link_original(self._real, expected, folder, _utc_now, self._real.stem)
+                        if linked is not None:
+                            archived = (linked.path, linked.sha256, linked.size)
+                        else:
+                            archived = _archive_copy(self._real, folder, _utc_now, self._real.stem)
                         archive = archived[0]
                     _, sha_before, size_before = archived
                     if expected_sha256 is not None and sha_before != expected_sha256:
@@ -795,9 +899,13 @@ class Replacement:
                         archive = None  # recorded: it stays
                     finally:
                         manifest.close()
+                if linked is not None:
+                    linked.make_private()
                 _fsync_dir(self._real.parent)
                 return record
         finally:
+            if linked is not None:
+                linked.close()
             if archive is not None:
                 _remove_archive(archive)
             if not self._done:

@@ -128,16 +128,18 @@ def judge(folder: Path, big: dict) -> tuple[str, list[str]]:
 
 
 def interrupted_run(
-    folder: Path, big: dict, kill: Callable[[subprocess.Popen], None]
+    folder: Path, big: dict, kill: Callable[[subprocess.Popen], None], mode: int = 0o640
 ) -> tuple[str, list[str]]:
     """Run micro in place on a fresh copy until `kill` ends it, judge the remains, and rerun.
 
-    Returns the state the kill left and the archive files that do not hold the original.
+    Returns the state the kill left and the archive files that do not hold the original. A `mode`
+    writable by the group makes the run copy the original into the archive folder; otherwise the
+    archive is a hard link to it.
     """
     folder.mkdir()
     transcript = folder / "t.jsonl"
     shutil.copyfile(big["path"], transcript)
-    os.chmod(transcript, 0o640)
+    os.chmod(transcript, mode)
     proc = subprocess.Popen(
         [*compactcli_command(), "micro", str(transcript)],
         stdout=subprocess.DEVNULL,
@@ -155,7 +157,7 @@ def interrupted_run(
     rerun = subprocess.run([*compactcli_command(), "micro", str(folder)], capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr
     assert file_sha(transcript) == big["sha_after"], "the rerun did not finish the job"
-    assert os.stat(transcript).st_mode & 0o777 == 0o640
+    assert os.stat(transcript).st_mode & 0o777 == mode
     records = [r for r in manifest_records(folder) if r["source"] == str(transcript.resolve())]
     assert records and records[-1]["sha256_after"] == big["sha_after"]
     assert file_sha(Path(records[-1]["archive"])) == big["sha_before"]
@@ -200,20 +202,31 @@ def _partial_archive(folder: Path, big: dict) -> bool:
     )
 
 
+def _archive_named(folder: Path) -> bool:
+    """An archive under its final name (a hard link to the original appears at once, whole)."""
+    archive_dir = folder / ".transcripts"
+    return archive_dir.exists() and any(ARCHIVE_RE.match(p.name) for p in archive_dir.iterdir())
+
+
 def _manifest_written(folder: Path) -> bool:
     manifest = folder / ".transcripts" / "manifest.jsonl"
     return manifest.exists() and manifest.stat().st_size > 0
 
 
-@pytest.mark.parametrize("phase", ["writing the result", "copying the archive", "after the manifest"])
+@pytest.mark.parametrize(
+    "phase", ["writing the result", "copying the archive", "linking the archive", "after the manifest"]
+)
 def test_kill_9_in_each_phase(tmp_path: Path, big: dict, phase: str) -> None:
     """Kills timed by what the run has put on disk, so each phase is hit on every run."""
     folder = tmp_path / "t"
     reached = {
         "writing the result": lambda: _temp_beside(folder),
         "copying the archive": lambda: _partial_archive(folder, big),
+        "linking the archive": lambda: _archive_named(folder),
         "after the manifest": lambda: _manifest_written(folder),
     }[phase]
+    # A file writable by its group is never linked into the private archive folder: it is copied.
+    mode = 0o660 if phase == "copying the archive" else 0o640
     seen = []
 
     def when_reached(proc: subprocess.Popen) -> None:
@@ -228,7 +241,7 @@ def test_kill_9_in_each_phase(tmp_path: Path, big: dict, phase: str) -> None:
                 pass  # a file vanished between listing and stat
             time.sleep(0.0002)
 
-    state, damaged = interrupted_run(folder, big, when_reached)
+    state, damaged = interrupted_run(folder, big, when_reached, mode)
     assert seen, f"the run ended before {phase!r} was observed"
     print(f"\nkilled while {phase}: {state}")
     assert not damaged, f"truncated archives left under an archive name: {damaged}"
