@@ -13,9 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from compactcli.dialects import Dialect
-
 if TYPE_CHECKING:
+    from compactcli.dialects import Dialect
     from compactcli.layers.micro_strategies import StrategyIndex
 
 DEFAULT_PLACEHOLDER = "[Previous: used {tool_name}]"
