@@ -17,7 +17,7 @@ _MANIFEST_KEYS = (b'"source"', b'"sha256_before"', b'"archive"')
 def is_archive_dir(folder: Path, skip_exact: set[Path] = frozenset()) -> bool:
     """The default `.transcripts`, a folder in `skip_exact` (resolved; a configured --archive-dir), or
     any folder holding a compactcli manifest."""
-    if folder.name == ARCHIVE_DIR_NAME or folder.resolve() in skip_exact:
+    if folder.name == ARCHIVE_DIR_NAME or (skip_exact and folder.resolve() in skip_exact):
         return True
     return _holds_compactcli_manifest(folder / MANIFEST_NAME)
 

@@ -6,7 +6,10 @@ Each file ends as one `report.Outcome`; an error in one file never stops the oth
 from __future__ import annotations
 
 import contextlib
+import errno
+import fnmatch
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
@@ -15,12 +18,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from compactcli import errors, executors, remote
+from compactcli import errors
 from compactcli.archives import is_archive_dir
 from compactcli.report import BUSY, FAILED, Outcome
 from compactcli.transcript import STDIN
 
 if TYPE_CHECKING:
+    from compactcli import executors
     from compactcli.cache import RunCache
     from compactcli.options import Inputs, Writes
 
@@ -50,16 +54,14 @@ def file_worker(
     items: list[str], inputs: Inputs, writes: Writes, settings, analyze
 ) -> Callable[[str], Outcome]:
     """How each file is written: in place or to -o (local files), or under --output-dir (any URL)."""
-    from compactcli.rewrite import process
-
     if writes.output_dir is None:
-        urls = [item for item in items if remote.is_url(item)]
+        urls = [item for item in items if _is_url(item)]
         if urls and writes.output is None and not writes.preview:
             raise click.UsageError(
                 f"{urls[0]}: files named by URL are never rewritten in place (object stores have no "
                 "atomic rename or locks): write the results elsewhere with --output-dir DIR|URL"
             )
-        return partial(process, settings=settings, analyze=analyze)
+        return partial(_rewrite, settings=settings, analyze=analyze)
     from compactcli import output_dir
 
     if writes.output is not None:
@@ -74,6 +76,21 @@ def file_worker(
         output_dir=writes.output_dir,
         roots=inputs.paths,
     )
+
+
+def _rewrite(item: str, **kwargs) -> Outcome:
+    """rewrite.process, imported when the first file is read: a run the cache answers reads none."""
+    from compactcli.rewrite import process
+
+    return process(item, **kwargs)
+
+
+def _is_url(item: str) -> bool:
+    if "://" not in item:
+        return False
+    from compactcli import remote
+
+    return remote.is_url(item)
 
 
 def write_manifest(outcomes: list[Outcome], writes: Writes, settings) -> None:
@@ -102,7 +119,9 @@ def discover(paths: Iterable[str], glob: str, archive_dir: Path | None = None) -
     found: list[str] = []
     seen: set[str] = set()
     for given in paths:
-        if "://" in given and remote.is_url(given):
+        if _is_url(given):
+            from compactcli import remote
+
             candidates: Iterable[str] = remote.discover(given, glob)
         elif given == STDIN or not os.path.isdir(given):
             candidates = [given]
@@ -118,8 +137,78 @@ def discover(paths: Iterable[str], glob: str, archive_dir: Path | None = None) -
 
 
 def _walk(root: Path, glob: str, skip_exact: set[Path]) -> Iterator[str]:
-    # A folder that cannot be searched is handed on as an item, so that it fails the run (see
-    # run_one) instead of being skipped without a word.
+    """The files under `root` that `glob` picks: each folder's own files in name order, then its
+    sub-folders in name order (os.walk's order, top down); symlinks to folders are not entered."""
+    if not _single_name_pattern(glob):
+        yield from _glob_walk(root, glob, skip_exact)
+        return
+    picks = re.compile(fnmatch.translate(glob)).match
+    top = os.fspath(root)
+    yield from _walk_folder(top, top, picks, skip_exact)
+
+
+def _single_name_pattern(glob: str) -> bool:
+    """A pattern for names within one folder (`*.jsonl`), which _walk_folder matches itself; others
+    (`sub/*.jsonl`, `**`) go to pathlib's glob."""
+    return bool(glob) and "/" not in glob and "**" not in glob and glob not in (".", "..")
+
+
+def _walk_folder(folder: str, shown: str, picks: Callable, skip_exact: set[Path]) -> Iterator[str]:
+    """One os.scandir per folder: which entries are files and folders comes with the listing (no stat
+    per file, except through symlinks). `folder` is the path scandir is given (os.walk's spelling,
+    named in errors), `shown` the one items are named by (pathlib's: no `./` in front)."""
+    files: list[str] = []
+    folders: list[tuple[str, bool]] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                name = entry.name
+                if _is_dir(entry):
+                    folders.append((name, _is_symlink(entry)))
+                # Temp files of an interrupted replace start with a dot; they are not transcripts.
+                elif picks(name) and not name.startswith(".") and _is_file(entry):
+                    files.append(name)
+    except OSError as exc:
+        # A folder that cannot be searched is handed on as an item, so that it fails the run (see
+        # run_one) instead of being skipped without a word.
+        yield str(exc.filename)
+        return
+    prefix = "" if shown == "." else shown if shown.endswith("/") else shown + "/"
+    for name in sorted(files):
+        yield prefix + name
+    for name, is_link in sorted(folders):
+        if not is_link and not is_archive_dir(Path(shown, name), skip_exact):
+            yield from _walk_folder(os.path.join(folder, name), prefix + name, picks, skip_exact)
+
+
+# What pathlib's is_file() takes for "not a file" rather than an error (a dangling or looping symlink).
+_NOT_THERE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    """A file, or a symlink to one. A symlink whose target cannot be looked at for another reason
+    (permissions) is handed on, so that reading it fails the run naming it."""
+    try:
+        return entry.is_file()
+    except OSError as exc:
+        return exc.errno not in _NOT_THERE
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_symlink(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
+
+
+def _glob_walk(root: Path, glob: str, skip_exact: set[Path]) -> Iterator[str]:
     unlisted: list[str] = []
     for dirpath, dirnames, _ in os.walk(root, onerror=lambda exc: unlisted.append(str(exc.filename))):
         yield from unlisted
@@ -182,8 +271,12 @@ def run(
     try:
         if known:
             done(len(known))
+        if not todo and scheduler is None:  # the cache answered every file: no executor to start
+            for index in range(len(items)):
+                record(known[index])
+            return outcomes
         with _executor(jobs, scheduler) as executor:
-            fresh = executor.map(partial(run_one, worker), todo, done) if todo else iter(())
+            fresh = executor.map(partial(run_one, worker), todo, done)
             for index in range(len(items)):
                 record(known[index] if index in known else next(fresh))
             next(fresh, None)  # let the executor finish (a pool shuts down there)
@@ -197,6 +290,8 @@ def run(
 
 @contextlib.contextmanager
 def _executor(jobs: int, scheduler: str | None) -> Iterator[executors.Executor]:
+    from compactcli import executors
+
     if scheduler is None:
         yield executors.LocalExecutor(jobs)
         return
