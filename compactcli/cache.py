@@ -26,7 +26,6 @@ import contextlib
 import hashlib
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -150,30 +149,30 @@ class RunCache:
 
     def lookup(self, item: str) -> Outcome | None:
         """The remembered outcome when the file is exactly as it was then, else None."""
-        if self.path is None or item == STDIN:
-            return None
-        key = os.path.abspath(item)
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        try:
-            st = os.stat(item)
-        except OSError:
-            return None
-        if stamp_of(st) != tuple(entry[0]):
-            return None
-        if self.min_age and time.time() - st.st_mtime < self.min_age:
-            return None
-        status, exit_code, message, stats = entry[1]
-        return Outcome(item, status, exit_code, message, dict(stats))
+        return self.known([item]).get(0)
 
     def known(self, items: Iterable[str]) -> dict[int, Outcome]:
-        """Index -> remembered outcome, for the items the cache can answer."""
-        found = {}
+        """Index -> remembered outcome, for the items the cache can answer: those whose file is exactly
+        as it was when remembered (one stat each; an item without an entry is not even stat-ed)."""
+        found: dict[int, Outcome] = {}
+        if self.path is None:
+            return found
+        entries = self._entries
+        oldest = time.time() - self.min_age if self.min_age else None
         for index, item in enumerate(items):
-            outcome = self.lookup(item)
-            if outcome is not None:
-                found[index] = outcome
+            entry = entries.get(os.path.abspath(item)) if item != STDIN else None
+            if entry is None:
+                continue
+            try:
+                st = os.stat(item)
+            except OSError:
+                continue
+            if stamp_of(st) != tuple(entry[0]):
+                continue
+            if oldest is not None and st.st_mtime > oldest:
+                continue  # younger than --min-age: the worker's to report
+            status, exit_code, message, stats = entry[1]
+            found[index] = Outcome(item, status, exit_code, message, dict(stats))
         return found
 
     def remember(self, outcome: Outcome) -> None:
@@ -205,6 +204,8 @@ class RunCache:
         while len(merged) > MAX_ENTRIES:
             del merged[next(iter(merged))]
         folder = path.parent
+        import tempfile  # only a run that remembers something new writes the cache
+
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # it names the user's files
         fd, temp = tempfile.mkstemp(prefix=".seen-", suffix=".tmp", dir=folder)
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,7 +21,6 @@ from compactcli.transcript import ON_INVALID
 if TYPE_CHECKING:
     from compactcli.layers.micro import MicroOptions
     from compactcli.layers.summarize import Summarizer
-    from compactcli.rewrite import FileSettings
 
 
 @dataclass(frozen=True)
@@ -37,6 +36,21 @@ class Inputs:
     verbose: bool
     quiet: bool
     output_format: str  # --format, or json with --json
+
+
+@dataclass(frozen=True)
+class FileSettings:
+    """How rewrite.process treats each file: built from `Writes` here, so that a run which writes
+    nothing (the cache answered every file) need not import rewrite and storage."""
+
+    command: str
+    options: dict = field(default_factory=dict)  # recorded in the manifest
+    output: str | None = None  # None: in place (stdin goes to stdout); "-": stdout; else a path
+    archive_dir: str | None = None
+    check: bool = False
+    diff: bool = False
+    dry_run: bool = False
+    min_age: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -56,8 +70,6 @@ class Writes:
         return self.check or self.diff or self.dry_run
 
     def settings(self, command: str, options: dict) -> FileSettings:
-        from compactcli.rewrite import FileSettings  # only commands that write load rewrite and storage
-
         return FileSettings(
             command=command,
             options=options,

@@ -13,7 +13,6 @@ numbers read. Where each piece goes (docs/json-output.md has the JSON field list
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -97,6 +96,8 @@ def json_object(command: str, outcome: Outcome) -> dict:
 
 def json_text(obj: dict) -> str:
     """JSON text that any stream can take: a file name that is not UTF-8 is escaped, not fatal."""
+    import json  # only --json needs it
+
     text = json.dumps(obj, ensure_ascii=False)
     try:
         text.encode("utf-8")

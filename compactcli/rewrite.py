@@ -20,11 +20,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from compactcli import errors, remote, storage
+from compactcli.options import FileSettings
 from compactcli.report import BUSY, CHANGED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome
 from compactcli.transcript import READ_BUFFER, STDIN, copy_to_spool, open_input
 
@@ -58,18 +58,6 @@ class Edit(Protocol):
 
     def close(self) -> None:
         """Release what the first read kept (temp files)."""
-
-
-@dataclass(frozen=True)
-class FileSettings:
-    command: str
-    options: dict = field(default_factory=dict)  # recorded in the manifest
-    output: str | None = None  # None: in place (stdin goes to stdout); "-": stdout; else a path
-    archive_dir: str | None = None
-    check: bool = False
-    diff: bool = False
-    dry_run: bool = False
-    min_age: float = 0.0
 
 
 Analyze = Callable[[BinaryIO, str], Edit]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -84,9 +85,16 @@ print(json.dumps({"code": code, "modules": names}), file=sys.stderr)
 """
 
 
-def loaded_modules(*args: str, cwd: Path) -> tuple[int, list[str]]:
+def loaded_modules(
+    *args: str, cwd: Path, prelude: str = "", env: dict | None = None
+) -> tuple[int, list[str]]:
     done = subprocess.run(
-        [sys.executable, "-c", LOADED, *args], capture_output=True, text=True, cwd=cwd, timeout=120
+        [sys.executable, "-c", prelude + LOADED, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
     )
     report = json.loads(done.stderr.strip().splitlines()[-1])
     return report["code"], report["modules"]
@@ -128,3 +136,33 @@ def test_group_help_lists_each_command_with_its_own_help() -> None:
         command = cli.get_command(ctx, name)
         first = " ".join((command.help or "").split("\n\n")[0].split())
         assert SHORT_HELP[name] == first, name
+
+
+DIALECT_MODULES = ("compactcli.dialects.",)
+# What only reading or writing a file needs.
+FILE_WORK = ("compactcli.rewrite", "compactcli.storage", "compactcli.micro_file")
+
+
+def test_micro_help_imports_no_dialect_no_runner_and_no_file_work(tmp_path: Path) -> None:
+    code, modules = loaded_modules("micro", "--help", cwd=tmp_path)
+    assert code == 0
+    assert [m for m in modules if m.startswith(DIALECT_MODULES)] == []
+    assert [m for m in modules if m.startswith(FILE_WORK)] == []
+    assert [m for m in modules if m in ("compactcli.runner", "compactcli.cache")] == []
+
+
+def test_a_run_the_cache_answers_imports_no_dialect_and_no_file_work(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLES, tmp_path / "samples")
+    # No waiting for the files to settle: the cache remembers files changed just now.
+    prelude = "from compactcli import cache\ncache.SETTLE_SECONDS = 0.0\n"
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache-home"))
+    runs = [
+        loaded_modules("micro", ".", cwd=tmp_path / "samples", prelude=prelude, env=env) for _ in range(3)
+    ]
+    # The first run compacts the samples, the second finds them unchanged and remembers them, the
+    # third is answered by the cache.
+    assert [code for code, _ in runs] == [0, 0, 0]
+    assert "compactcli.micro_file" in runs[1][1]
+    again = runs[2][1]
+    assert [m for m in again if m.startswith(DIALECT_MODULES)] == []
+    assert [m for m in again if m.startswith(FILE_WORK)] == []

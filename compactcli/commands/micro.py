@@ -6,8 +6,6 @@ from functools import partial
 
 import click
 
-from compactcli import runner
-from compactcli.cache import RunCache
 from compactcli.errors import EXIT_CODES_HELP
 from compactcli.options import (
     Inputs,
@@ -76,7 +74,9 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
       compactcli micro --dedupe-reads --keep-images 2 -o small.jsonl session.jsonl
       cat session.jsonl | compactcli micro - > compacted.jsonl
     """
-    from compactcli import micro_file  # not for --help, nor for a run the cache answers
+    # Imported here, not above: --help needs none of them.
+    from compactcli import runner
+    from compactcli.cache import RunCache
 
     options = micro_settings(layer)
     items = runner.find_inputs(inputs.paths, inputs.glob, writes.archive_dir, writes.output)
@@ -96,7 +96,7 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
 
         estimator = context.estimator()
     analyze = partial(
-        micro_file.analyze,
+        _analyze,
         options=options,
         fmt=inputs.dialect,
         on_invalid=inputs.on_invalid,
@@ -128,3 +128,10 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
     )
     runner.write_manifest(report.outcomes, writes, settings)
     raise SystemExit(report.finish())
+
+
+def _analyze(*args, **kwargs):
+    """micro_file.analyze, imported when the first file is read: a run the cache answers reads none."""
+    from compactcli import micro_file
+
+    return micro_file.analyze(*args, **kwargs)
