@@ -164,14 +164,13 @@ def analyze(
                 continue
             if counter is not None:
                 counter.add(record)
-            if order is not None:
-                order.add(number, start, record)
+            conversation = order.add(number, start, record) if order is not None else None
             if strategies is not None:  # before `apply` below changes the record
                 strategies.add(number, record)
                 edit.spans[number] = (start, len(raw))
             candidates = []
             copies = index.copy_count
-            facts = index.add(number, record)
+            facts = index.add(number, record, conversation)
             if facts or index.copy_count != copies:  # a UI copy may be cleared too
                 edit.spans[number] = (start, len(raw))
             if index.copy_count != copies:  # cleared as its result will be, if that one is cleared
@@ -189,7 +188,9 @@ def analyze(
     except BaseException:
         edit.close()
         raise
-    if order is not None:
+    # The index holds each conversation's results in file order: it follows the chain only where the
+    # chain leaves records out or moves them.
+    if order is not None and (strategies is not None or not order.in_file_order()):
         lines_in_order = [line for line, _ in order.order()]
         index.follow(lines_in_order)
         if strategies is not None:

@@ -24,11 +24,12 @@ PARENTS = ["before", "before", "before", "earlier", "null", "absent", "torn"]
 @st.composite
 def logs(draw: st.DrawFn) -> list[dict]:
     count = draw(st.integers(1, 40))
+    linear = draw(st.integers(0, 3)) == 0  # each record the child of the one before, as most logs are
     records: list[dict] = []
     response = 0
     for rank in range(count):
         kind = draw(st.sampled_from(KINDS))
-        how = draw(st.sampled_from(PARENTS)) if rank else "null"
+        how = ("before" if linear else draw(st.sampled_from(PARENTS))) if rank else "null"
         record: dict = {"type": "user", "uuid": f"u{rank}"}
         if kind == "snapshot":
             record = {"type": "file-history-snapshot", "messageId": f"m{rank}"}
@@ -82,6 +83,19 @@ def chain_lines(records: list[dict]) -> list[int]:
 @given(logs())
 def test_the_chain_order_is_the_model_s(records: list[dict]) -> None:
     assert chain_lines(records) == chain_order(records)
+
+
+def test_a_split_response_is_whole_in_a_log_without_forks() -> None:
+    # Every record names the one before: the result written between two parts of one response still
+    # comes after the whole response.
+    result = {"type": "tool_result", "tool_use_id": "t", "content": "x"}
+    records = [
+        {"type": "user", "uuid": "a", "parentUuid": None, "message": {"role": "user", "content": "hi"}},
+        {"type": "assistant", "uuid": "b", "parentUuid": "a", "message": {"id": "m", "content": []}},
+        {"type": "user", "uuid": "c", "parentUuid": "b", "message": {"role": "user", "content": [result]}},
+        {"type": "assistant", "uuid": "d", "parentUuid": "c", "message": {"id": "m", "content": []}},
+    ]
+    assert chain_lines(records) == [1, 2, 4, 3]
 
 
 def test_offsets_follow_their_lines() -> None:

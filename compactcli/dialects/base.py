@@ -302,9 +302,15 @@ class RecordOrder(Protocol):
     conversations, in the order the model saw them. Records left out are no part of any conversation
     (an abandoned branch, a title): they stay in the file untouched."""
 
-    def add(self, line: int, offset: int, record: dict) -> None: ...
+    def add(self, line: int, offset: int, record: dict) -> str:
+        """Take the record in; returns its conversation's key (as the dialect's ConversationTracker)."""
+        ...
 
     def order(self) -> list[tuple[int, int]]: ...
+
+    def in_file_order(self) -> bool:
+        """order() holds every record of every conversation, each conversation's in file order."""
+        ...
 
 
 class ConversationTracker:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from itertools import compress
+from operator import ne
 
 from compactcli.dialects.base import (
     BOUNDARY,
@@ -314,7 +317,8 @@ def _iso_millis(when: datetime) -> str:
 class ChainOrder:
     """The records of each conversation in the order the model saw them (docs/design.md, "Dialects").
 
-    Fed every record once (`add`); `order()` gives (line, offset) of the records of the active branch:
+    Fed every record once, in file order (`add`); `order()` gives (line, offset) of the records of the
+    active branch:
 
     - The branch is the tree of records (parentUuid links) around the path from the conversation's last
       leaf (the last record in the file that is no record's parent) to its root. A sibling subtree of
@@ -326,115 +330,228 @@ class ChainOrder:
       their parent); records sharing message.id are one assistant message: the records written between
       its first and last part (its tool results) come after the whole message.
 
-    Memory: a few atoms per record with a uuid, in flat lists and dicts (no object per record: the
-    garbage collector would walk them all, again and again, while a large file is read). Speed: most
-    records name the record before them as their parent; only the others are remembered, and a chain
-    whose parents all come before their children is ordered in one pass, without a heap.
+    Memory: a few atoms per record with a uuid, in flat lists (no object per record: the garbage
+    collector would walk them all, again and again, while a large file is read). Speed: `add` runs for
+    every record of a file, so it only appends to lists (a dict of uuids, filled record by record, would
+    miss the cache on each record of a large file); most records name the record before them as their
+    parent, and only the others are remembered. The uuids are looked up once, at the end.
     """
 
     def __init__(self, tracker: ConversationTracker) -> None:
         self._tracker = tracker
-        self._chains: dict[str, _Chain] = {}
+        self._main = _Chain()
+        self._chains: dict[str, _Chain] = {MAIN: self._main}
 
-    def add(self, line: int, offset: int, record: dict) -> None:
+    def add(self, line: int, offset: int, record: dict) -> str:
+        """Place the record in its conversation; returns the conversation's key (ConversationTracker)."""
         get = record.get
-        key = MAIN if get("isSidechain") is not True else self._tracker.key(record)
-        chain = self._chains.get(key)
-        if chain is None:
-            chain = self._chains[key] = _Chain()
+        if get("isSidechain") is True:
+            key = self._tracker.key(record)
+            chain = self._chains.get(key)
+            if chain is None:
+                chain = self._chains[key] = _Chain()
+        else:
+            key, chain = MAIN, self._main
         uuid = get("uuid")
+        parent = get("parentUuid")
+        if parent == chain.last and parent and type(uuid) is str:  # the child of the record before
+            chain.lines.append(line)
+            chain.offsets.append(offset)
+            chain.uuids.append(uuid)
+            chain.last = uuid
+        elif not chain.link(line, offset, record, uuid, parent):
+            return key
         kind = get("type")
-        position = chain.position
-        if type(uuid) is not str or uuid in position:
-            if kind != "user" and kind != "assistant":
-                return  # titles, snapshots, queue operations: no message, no place in the chain
+        if kind == "assistant":
+            message = get("message")
+            chain.parts.append(message.get("id") if type(message) is dict else None)
+        elif kind != "user":
+            chain.parts.append(_NO_MESSAGE)
+        elif get("isMeta"):
+            chain.parts.append(None)
+        else:
+            message = get("message")
+            content = message.get("content") if type(message) is dict else None
+            chain.parts.append(None if _only_results(content) else _PROMPT)
+        return key
+
+    def order(self) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        # Conversations in the order their first record comes (the first seen may have no place).
+        for chain in sorted(self._chains.values(), key=_Chain.opened_at):
+            ordered = chain.active()
+            lines, offsets = chain.lines, chain.offsets
+            out.extend(zip(map(lines.__getitem__, ordered), map(offsets.__getitem__, ordered), strict=True))
+        return out
+
+    def in_file_order(self) -> bool:
+        """Every record of every conversation is in order(), each conversation's in file order: what
+        follows the order per conversation need not move anything."""
+        return all(list(chain.active()) == list(range(len(chain.lines))) for chain in self._chains.values())
+
+
+# What _Chain.parts holds for a record besides an assistant record's message.id (None: nothing to note).
+_PROMPT = object()  # a user record the user typed
+_NO_MESSAGE = object()  # a record of another type than user or assistant
+_NOT_RESPONSES = frozenset({None, _PROMPT, _NO_MESSAGE})
+_BEFORE = object()  # a parent named as "the record before": a compaction, or a record naming no parent
+
+
+class _Chain:
+    """One conversation's records in file order: per position, its line, offset, uuid (`line:N` for a
+    message record without one) and part (`parts`); the parent of the records that do not name the
+    record before as theirs (`named`: position -> uuid, None for a root, or _BEFORE)."""
+
+    __slots__ = ("lines", "offsets", "uuids", "parts", "named", "last", "opened", "_active")
+
+    def __init__(self) -> None:
+        self.lines: list[int] = []
+        self.offsets: list[int] = []
+        self.uuids: list[str] = []
+        self.parts: list[object] = []
+        self.named: dict[int, object] = {}
+        self.last: str | None = None
+        self.opened: int | None = (
+            None  # the line of the first record seen (each takes `link` until one is placed)
+        )
+        self._active: tuple[int, list[int] | range] = (-1, range(0))
+
+    def opened_at(self) -> int:
+        return self.opened if self.opened is not None else -1
+
+    def link(self, line: int, offset: int, record: dict, uuid: object, parent: object) -> bool:
+        """Place a record that is not simply the child of the record before; False: it has no place."""
+        get = record.get
+        if self.opened is None:
+            self.opened = line
+        if type(uuid) is not str:
+            if get("type") not in MESSAGE_TYPES:
+                return False  # titles, snapshots, queue operations: no message, no place in the chain
             uuid = f"line:{line}"
         # A compaction starts a new chain (parentUuid null) but continues the conversation: the history
         # before it is the path a replay walks.
-        parent = get("parentUuid") or get("logicalParentUuid")
+        parent = parent or get("logicalParentUuid")
         if type(parent) is not str:
             # Only an explicit null starts a tree (the first prompt); a compaction continues the one
             # before it, and a record that names no parent at all follows the record before it.
             compaction = is_compact_boundary(record) or get("isCompactSummary") is True
-            parent = chain.last if compaction or "parentUuid" not in record else None
-        at = len(chain.lines)
-        if parent != chain.last:
-            chain.parent[at] = parent
-        position[uuid] = at
-        chain.lines.append(line)
-        chain.offsets.append(offset)
-        chain.last = uuid
-        message = get("message")
-        response = message.get("id") if kind == "assistant" and type(message) is dict else None
-        if response is not None:
-            chain.response[at] = response
-            if response != chain.last_response and response in chain.responses:
-                chain.split = True  # another record was written between two parts of this response
-            chain.responses.add(response)
-        elif kind == "user" and not get("isMeta"):
-            content = message.get("content") if type(message) is dict else None
-            if not _only_results(content):
-                chain.prompts.add(at)
-        chain.last_response = response
-
-    def order(self) -> list[tuple[int, int]]:
-        out: list[tuple[int, int]] = []
-        for chain in self._chains.values():
-            lines, offsets = chain.lines, chain.offsets
-            out.extend((lines[at], offsets[at]) for at in chain.active())
-        return out
-
-
-class _Chain:
-    """One conversation's records, by position in file order (their uuid -> position in `position`)."""
-
-    def __init__(self) -> None:
-        self.position: dict[str, int] = {}
-        self.lines: list[int] = []
-        self.offsets: list[int] = []
-        # position -> the parent uuid named (None: a root), only where it is not the record before.
-        self.parent: dict[int, str | None] = {}
-        self.response: dict[int, object] = {}  # assistant records: their message.id
-        self.responses: set[object] = set()
-        self.prompts: set[int] = set()  # user records the user typed
-        self.last: str | None = None
-        self.last_response: object = None
-        self.split = False  # some response has other records written between its parts
-
-    def _parents(self) -> tuple[list[int], bool]:
-        """Each record's parent position (-1: none), and whether every parent comes before its child."""
-        parents = list(range(-1, len(self.lines) - 1))  # the record before, by default
-        forward = True
-        for at, named in self.parent.items():
-            # A parent not in the file (a torn line): the record before.
-            up = -1 if named is None else self.position.get(named, at - 1)
-            parents[at] = up
-            forward = forward and up < at
-        return parents, forward
+            parent = _BEFORE if compaction or "parentUuid" not in record else None
+        self.named[len(self.lines)] = parent
+        self.lines.append(line)
+        self.offsets.append(offset)
+        self.uuids.append(uuid)
+        self.last = uuid
+        return True
 
     def active(self) -> list[int] | range:
+        """Positions of the records of the active branch, in the order the model saw them."""
         count = len(self.lines)
-        if not self.parent:
-            return range(count)  # one line of records, each the child of the one before
-        parents, forward = self._parents()
+        if self._active[0] != count:
+            position = dict(zip(self.uuids, range(count), strict=True))
+            ordered = self._order(position) if len(position) == count else self._repeats_resolved()
+            self._active = (count, ordered)
+        return self._active[1]
+
+    def _repeats_resolved(self) -> list[int]:
+        """The order where a uuid is written twice: the first record keeps it, a later message record
+        goes by its line (`line:N`) and a later record of another kind has no place, as if `add` had
+        known every uuid before."""
+        clean = _Chain()
+        kept: list[int] = []  # clean position -> position here
+        position: dict[str, int] = {}
+        last = None
+        for at, uuid in enumerate(self.uuids):
+            if uuid in position:
+                if self.parts[at] is _NO_MESSAGE:
+                    continue
+                uuid = f"line:{self.lines[at]}"
+            named = self.named[at] if at in self.named else self.uuids[at - 1]
+            parent = last if named is _BEFORE else named
+            if parent != last:
+                clean.named[len(kept)] = parent
+            position[uuid] = len(kept)
+            kept.append(at)
+            clean.uuids.append(uuid)
+            clean.parts.append(self.parts[at])
+            last = uuid
+        return [kept[at] for at in clean._order(position)]
+
+    def _order(self, position: dict[str, int]) -> list[int] | range:
+        """The order where each uuid is one record's (`position`: uuid -> position)."""
+        count = len(self.uuids)
+        split = self._split()
+        named: list[tuple[int, int]] = []  # (position, parent position or -1), in file order
+        forward = True  # every parent comes before its child
+        for at, parent in self.named.items():
+            if parent is _BEFORE or (parent == self.uuids[at - 1] if at else parent is None):
+                continue  # the record before after all
+            # A parent not in the file (a torn line): the record before.
+            up = -1 if parent is None else position.get(parent, at - 1)  # type: ignore[arg-type]
+            named.append((at, up))
+            forward = forward and up < at
+        if not named:  # one line of records, each the child of the one before
+            return self._whole_responses(range(count)) if split else range(count)
         if not forward:
+            parents = list(range(-1, count - 1))  # the record before, by default
+            for at, up in named:
+                parents[at] = up
             return self._whole_responses(self._general(parents))
-        # Every parent comes first: the last record is the last leaf, and the file order is the order
-        # the parents allow.
-        on_path = bytearray(count)
-        at = root = count - 1
-        while at >= 0 and not on_path[at]:
-            on_path[at] = 1
-            root, at = at, parents[at]
-        responses = {self.response[at] for at in self.response if on_path[at]}
-        keep = bytearray(count)
-        keep[root] = 1
-        for at in range(root + 1, count):
-            up = parents[at]
-            if up >= 0 and keep[up] and (on_path[at] or not self._forks(at, responses)):
-                keep[at] = 1
-        ordered = [at for at in range(root, count) if keep[at]]
-        return self._whole_responses(ordered) if self.split else ordered
+        ordered = self._forward(named)
+        return self._whole_responses(ordered) if split else ordered
+
+    def _split(self) -> bool:
+        """Whether some response has other records written between its parts."""
+        parts = self.parts
+        runs = compress(parts, map(ne, parts, [_BEFORE, *parts[:-1]]))  # each part where it changes
+        responses = [part for part in runs if part not in _NOT_RESPONSES]
+        return len(set(responses)) < len(responses)
+
+    def _forward(self, named: list[tuple[int, int]]) -> list[int] | range:
+        """The branch where every parent comes before its child, by stretches: a stretch starts where a
+        record names another parent than the record before. The path holds a first part of a stretch,
+        and the records kept are a first part of it too (a record is kept if its parent is)."""
+        count = len(self.uuids)
+        up_of = dict(named)
+        starts = [at for at, _ in named]
+        if starts[0] != 0:
+            starts.insert(0, 0)
+        ends = [*starts[1:], count]
+        # The path from the last record (the last leaf) to its root: stretch -> its last position on it.
+        path: dict[int, int] = {}
+        at = count - 1
+        while at >= 0:
+            stretch = bisect_right(starts, at) - 1
+            path[stretch] = at
+            at = up_of.get(starts[stretch], -1)
+        first = stretch  # the root's: no record before the root is kept
+        kept = starts[:]  # stretch -> the end of its records kept (none yet)
+        parts = self.parts
+        on_path: set[object] | None = None  # the responses the path holds, once needed
+        for stretch in range(first, len(starts)):
+            if stretch in path:
+                at = path[stretch] + 1
+            else:
+                at = starts[stretch]
+                up = up_of[at]
+                if up < 0 or up >= kept[bisect_right(starts, up) - 1]:
+                    continue  # its parent is not kept, or it is a root of its own
+            while at < ends[stretch]:  # records off the path, until one starts another branch
+                part = parts[at]
+                if part is _PROMPT:
+                    break
+                if part not in _NOT_RESPONSES:
+                    if on_path is None:
+                        on_path = {parts[at] for s, last in path.items() for at in range(starts[s], last + 1)}
+                    if part not in on_path:
+                        break
+                at += 1
+            kept[stretch] = at
+        if kept == ends:  # from the first record to the last
+            return range(count)
+        ordered: list[int] = []
+        for stretch in range(first, len(starts)):
+            ordered.extend(range(starts[stretch], kept[stretch]))
+        return ordered
 
     def _general(self, parents: list[int]) -> list[int]:
         """The branch and its order where some parent comes after its child (written out of order)."""
@@ -450,14 +567,15 @@ class _Chain:
             path.add(at)
             root, at = at, parents[at]
         # Grow the branch from the path: sibling subtrees that are no fork.
-        responses = {self.response[at] for at in path if at in self.response}
+        parts = self.parts
+        on_path = {parts[at] for at in path}
         keep: set[int] = set()
         todo = [root]
         while todo:
             at = todo.pop()
             keep.add(at)
             for child in children.get(at, ()):
-                if child not in keep and (child in path or not self._forks(child, responses)):
+                if child not in keep and (child in path or not _forks(parts[child], on_path)):
                     todo.append(child)
         # File order where the parents allow it (positions are in file order).
         keep.discard(root)  # each record is taken once, even where parents go round in a cycle
@@ -472,33 +590,35 @@ class _Chain:
                     heapq.heappush(ready, child)
         return ordered
 
-    def _forks(self, at: int, responses: set[object]) -> bool:
-        """A record off the path that starts another branch: a prompt typed again (a rewind), or a part
-        of a response the path does not hold (an answer generated again)."""
-        response = self.response.get(at)
-        return at in self.prompts or (response is not None and response not in responses)
-
-    def _whole_responses(self, ordered: list[int]) -> list[int]:
+    def _whole_responses(self, ordered: list[int] | range) -> list[int]:
         """Each response's records together, the records written between its parts right after it."""
-        response = self.response
+        own_of = [
+            part if part not in _NOT_RESPONSES else None for part in map(self.parts.__getitem__, ordered)
+        ]
         last: dict[object, int] = {}
-        for index, at in enumerate(ordered):
-            if at in response:
-                last[response[at]] = index
+        for index, own in enumerate(own_of):
+            if own is not None:
+                last[own] = index
         out: list[int] = []
         index = 0
         while index < len(ordered):
-            own = response.get(ordered[index])
+            own = own_of[index]
             end = last[own] if own is not None else index
             if end > index:
-                span = ordered[index : end + 1]
-                out.extend(at for at in span if response.get(at) == own)
-                out.extend(at for at in span if response.get(at) != own)
+                span = range(index, end + 1)
+                out.extend(ordered[i] for i in span if own_of[i] == own)
+                out.extend(ordered[i] for i in span if own_of[i] != own)
                 index = end + 1
             else:
                 out.append(ordered[index])
                 index += 1
         return out
+
+
+def _forks(part: object, on_path: set[object]) -> bool:
+    """A record off the path that starts another branch: a prompt typed again (a rewind), or a part
+    of a response the path does not hold (an answer generated again)."""
+    return part is _PROMPT or (part not in _NOT_RESPONSES and part not in on_path)
 
 
 def _tool_use_blocks(message: dict | None) -> list[dict]:

@@ -155,9 +155,11 @@ class MicroIndex:
         # Only texts that could be a placeholder are kept: memory must not follow the file's size.
         return len(text) <= _REMEMBER_TEXT_UP_TO and text.startswith(self._head) and text.endswith(self._tail)
 
-    def add(self, line: int, record: dict) -> list[ResultFact]:
-        """Remember the record's tool uses and results; returns the results' facts."""
-        conversation = self._tracker.key(record)
+    def add(self, line: int, record: dict, conversation: str | None = None) -> list[ResultFact]:
+        """Remember the record's tool uses and results; returns the results' facts. `conversation`: the
+        record's conversation where the caller knows it already (RecordOrder.add)."""
+        if conversation is None:
+            conversation = self._tracker.key(record)
         added: list[ResultFact] = []
         uses, results = self.dialect.scan(record)
         for use in uses:
