@@ -16,17 +16,20 @@ remembered ctime, so it gets another ctime. SETTLE_SECONDS (2 s) covers the coar
 
 Entries live in one file per command, options and code version, under the user's cache directory
 ($XDG_CACHE_HOME/compactcli, else ~/.cache/compactcli), never beside transcripts: a new version, other
-options or an edited install start an empty cache. `--no-cache` neither reads nor writes it. Losing the
-cache (deleted, unreadable, two runs saving at once) costs only reads, never a wrong answer.
+options or an edited install start an empty cache. The file holds that scope in full and is used only
+when it matches: its name (a CRC of the scope; zlib loads faster than hashlib) only spreads the scopes
+over files, so two scopes whose names collide cost reads, never one's answer given for the other.
+`--no-cache` neither reads nor writes it. Losing the cache (deleted, unreadable, two runs saving at
+once) costs only reads, never a wrong answer.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +44,7 @@ SETTLE_SECONDS = 2.0
 MAX_ENTRIES = 100_000  # the oldest are dropped first
 STALE_DAYS = 30  # cache files of other options or versions not used for this long are removed
 _FILE_PREFIX = "seen-"
-_FORMAT = 1
+_FORMAT = 2  # 2: the file holds its scope
 
 Stamp = tuple[int, int, int, int, int]  # size, mtime_ns, inode, ctime_ns, device
 
@@ -66,7 +69,7 @@ def _code_version() -> str:
             if name.endswith(".py"):
                 st = os.stat(os.path.join(folder, name))
                 parts.append(f"{folder[len(str(package)) :]}/{name}:{st.st_size}:{st.st_mtime_ns}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return "\n".join(parts)
 
 
 @dataclass
@@ -106,6 +109,7 @@ class RunCache:
     """The remembered outcomes of one command with one set of options (None path: disabled)."""
 
     path: Path | None
+    scope: str = ""  # what the entries depend on besides the files (command, options, code); in the file
     remembers: frozenset[str] = frozenset()  # statuses that depend only on the file's bytes and options
     min_age: float = 0.0  # the command's --min-age: a file that young is the worker's to report
     _entries: dict[str, list] = field(default_factory=dict)
@@ -129,8 +133,8 @@ class RunCache:
             option=orjson.OPT_SORT_KEYS,
             default=sorted,  # frozensets of option values
         )
-        name = f"{_FILE_PREFIX}{command}-{hashlib.sha256(scope).hexdigest()[:16]}.json"
-        cache = cls(cache_dir() / name, frozenset(remembers), min_age)
+        name = f"{_FILE_PREFIX}{command}-{zlib.crc32(scope):08x}.json"
+        cache = cls(cache_dir() / name, scope.decode(), frozenset(remembers), min_age)
         cache._load()
         return cache
 
@@ -144,7 +148,11 @@ class RunCache:
             data = orjson.loads(self.path.read_bytes())
         except (OSError, ValueError):
             return
-        if isinstance(data, dict) and isinstance(data.get("entries"), dict):
+        if (
+            isinstance(data, dict)
+            and data.get("scope") == self.scope
+            and isinstance(data.get("entries"), dict)
+        ):
             self._entries = data["entries"]
 
     def lookup(self, item: str) -> Outcome | None:
@@ -210,7 +218,7 @@ class RunCache:
         fd, temp = tempfile.mkstemp(prefix=".seen-", suffix=".tmp", dir=folder)
         try:
             with os.fdopen(fd, "wb") as out:
-                out.write(orjson.dumps({"format": _FORMAT, "entries": merged}))
+                out.write(orjson.dumps({"format": _FORMAT, "scope": self.scope, "entries": merged}))
             os.replace(temp, path)
         except BaseException:
             with contextlib.suppress(OSError):

@@ -246,3 +246,22 @@ def test_estimate_and_validate_answer_unchanged_files_unread(run, settled, comma
     third = run(*command, settled.parent)
     assert run.reads(settled, third) >= 1
     assert third["outcomes"] != first["outcomes"]  # more lines, more tokens
+
+
+def test_a_cache_file_of_another_scope_is_never_used(tmp_path, monkeypatch):
+    # File names are a CRC of the scope: should two scopes share a name, the file says whose it is.
+    from compactcli.cache import RunCache, stamp_of
+    from compactcli.report import UNCHANGED, Outcome
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-home"))
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(transcript(1))
+    mine = RunCache.open("micro", {"keep": 3}, {UNCHANGED})
+    mine.remember(Outcome(str(path), UNCHANGED, stamp=stamp_of(os.stat(path))))
+    mine.save()
+    assert list(RunCache.open("micro", {"keep": 3}, {UNCHANGED}).known([str(path)])) == [0]
+
+    other = RunCache.open("micro", {"keep": 4}, {UNCHANGED})
+    assert other.path != mine.path
+    other.path.write_bytes(mine.path.read_bytes())  # as if the names collided
+    assert RunCache.open("micro", {"keep": 4}, {UNCHANGED}).known([str(path)]) == {}
