@@ -95,10 +95,10 @@ class InputPath(click.Path):
 
 
 def _check_scheduler(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    from compactcli import executors
-
     if not value:
         return None
+    from compactcli import executors
+
     if not executors.dask_available():
         raise click.UsageError(executors.DASK_EXTRA_HINT, ctx)
     if value.startswith(executors.LOCAL_CLUSTER):

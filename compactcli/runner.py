@@ -257,9 +257,13 @@ def run(
         outcomes.append(outcome)
         if cache is not None:
             cache.remember(outcome)
-        if on_outcome:
-            with printing():
-                on_outcome(outcome)
+        if on_outcome is None:
+            return
+        if bar is None:
+            on_outcome(outcome)
+            return
+        with printing():
+            on_outcome(outcome)
 
     known: dict[int, Outcome] = {}
     if cache is not None and cache.enabled:

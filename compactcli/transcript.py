@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -180,6 +179,8 @@ def open_input(item: str) -> Iterator[tuple[BinaryIO, str]]:
     stdin ('-') and URLs (s3://...) are spooled to a temp file: dialect detection reads ahead and seeks
     back, and some commands read their input twice, which a pipe cannot do.
     """
+    import tempfile  # only for what must be spooled; not imported by a run that reads no file
+
     if item == STDIN:
         with tempfile.TemporaryFile() as spool:
             copy_to_spool(sys.stdin.buffer, spool, STDIN_NAME)
