@@ -166,3 +166,20 @@ def test_a_run_the_cache_answers_imports_no_dialect_and_no_file_work(tmp_path: P
     again = runs[2][1]
     assert [m for m in again if m.startswith(DIALECT_MODULES)] == []
     assert [m for m in again if m.startswith(FILE_WORK)] == []
+
+
+@pytest.mark.parametrize(
+    ("command", "not_loaded"),
+    [
+        ("estimate", ("compactcli.runner", "compactcli.estimate_report")),
+        ("validate", ("compactcli.runner", "compactcli.cache")),
+        ("restore", ("compactcli.storage", "compactcli.runner")),
+        ("prune", ("compactcli.storage", "compactcli.prune")),
+    ],
+)
+def test_a_command_help_imports_what_only_its_run_needs_later(
+    tmp_path: Path, command: str, not_loaded: tuple[str, ...]
+) -> None:
+    code, modules = loaded_modules(command, "--help", cwd=tmp_path)
+    assert code == 0
+    assert [m for m in modules if m in not_loaded] == []

@@ -7,12 +7,9 @@ from functools import partial
 
 import click
 
-from compactcli import runner
-from compactcli.cache import RunCache
 from compactcli.context import ESTIMATE_METHOD, METHODS
 from compactcli.errors import EXIT_CODES_HELP, OK
 from compactcli.estimate_file import NO_USAGE, OUTPUT_FORMATS, OVER, UNDER, estimate_file
-from compactcli.estimate_report import EstimateFigures, calibration_files, print_calibration
 from compactcli.options import Inputs, cache_option, input_options
 from compactcli.report import Outcome, Report
 
@@ -107,6 +104,11 @@ def estimate(
     no_cache,
     calibrate,
 ):
+    # Imported here, not above: --help needs none of them.
+    from compactcli import runner
+    from compactcli.cache import RunCache
+    from compactcli.estimate_report import EstimateFigures, calibration_files, print_calibration
+
     output_format = inputs.output_format
     if calibrate:
         from compactcli import calibrate as calibration

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from compactcli import archives
-from compactcli import prune as pruning
 from compactcli.errors import EXIT_CODES_HELP, CompactError
 from compactcli.options import format_options
 from compactcli.report import CHANGED, FAILED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
+
+if TYPE_CHECKING:
+    from compactcli import prune as pruning
 
 
 class Age(click.ParamType):
     name = "AGE"
 
     def convert(self, value, param, ctx):
+        from compactcli import prune as pruning  # prune and storage: not for --help
+
         try:
             return pruning.parse_age(str(value))
         except (ValueError, KeyError):
@@ -98,6 +103,8 @@ def prune(paths, keep_last, older_than, archive_dir, dry_run, verbose, quiet, ou
     """
     if keep_last is None and older_than is None:
         raise click.UsageError("say what to keep: --keep-last N, --older-than AGE, or both")
+    from compactcli import prune as pruning  # prune and storage: not for --help
+
     rule = pruning.Rule(keep_last, older_than)
     folder = Path(archive_dir) if archive_dir else None
     report = Report("prune", PruneFigures(dry_run), output_format=output_format, verbose=verbose, quiet=quiet)

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import click
 
-from compactcli import archives, storage
+from compactcli import archives
 from compactcli.errors import EXIT_CODES_HELP
 from compactcli.options import format_options
 from compactcli.report import TEXT, Figures, Outcome, Report
-from compactcli.runner import run_one
 
 RESTORED, LISTED = "restored", "listed"
 
@@ -47,11 +46,15 @@ class RestoreFigures(Figures):
 
 
 def restore_one(name: str, *, folder: Path | None, which: int) -> Outcome:
+    from compactcli import storage  # not for --help
+
     record = storage.restore(Path(name), folder, which=which)
     return Outcome(name, RESTORED, stats=asdict(record) | {"from": record.options.get("from")})
 
 
 def list_one(name: str, *, folder: Path | None) -> Outcome:
+    from compactcli import storage  # not for --help
+
     path = Path(name)
     found = storage.read_history(path, folder)
     for problem in found.skipped:
@@ -95,6 +98,8 @@ def restore(paths, archive_dir, list_only, which, quiet, output_format):
       compactcli restore --which 0 session.jsonl
       compactcli restore --archive-dir ~/backups/transcripts transcripts/
     """
+    from compactcli.runner import run_one  # not for --help
+
     folder = Path(archive_dir) if archive_dir else None
     report = Report(
         "restore",

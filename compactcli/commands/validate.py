@@ -9,8 +9,6 @@ from typing import BinaryIO
 
 import click
 
-from compactcli import runner
-from compactcli.cache import RunCache
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP
 from compactcli.layers.validate import RULES, Validator
 from compactcli.options import Inputs, cache_option, input_options
@@ -126,6 +124,9 @@ Examples:
 @input_options(formats=("text", "json", "github"))
 @cache_option()
 def validate(inputs: Inputs, no_cache: bool):
+    from compactcli import runner  # runner and cache: not for --help
+    from compactcli.cache import RunCache
+
     items = runner.find_inputs(inputs.paths, inputs.glob)
     report = Report(
         "validate",
