@@ -13,6 +13,7 @@ matches any rule, so redacting twice changes nothing more.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -24,7 +25,13 @@ _OPENAI = re.compile(
     r"(?=[A-Za-z_-]*[0-9])"  # real keys are random, so they contain a digit; words do not
     r"(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"
 )
-_AWS = re.compile(r"A(?<![A-Za-z0-9]A)[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])")
+# An access key id, and the secret access key (40 base64 characters) when one follows shortly (a
+# console CSV, a pasted pair) without a `name = value` shape. The gap never holds another key id.
+_AWS_KEY_GAP = r"(?P<gap>(?:(?!A[KS]IA).){0,200}?)"
+_AWS_SECRET_KEY = r"(?<![A-Za-z0-9/+=])(?P<key>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+_AWS = re.compile(
+    r"(?s)A(?<![A-Za-z0-9]A)[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])(?:" + _AWS_KEY_GAP + _AWS_SECRET_KEY + ")?"
+)
 _GITHUB = re.compile(r"gh(?<![A-Za-z0-9_-]gh)[pousr]_[A-Za-z0-9]{20,}")
 _GITHUB_PAT = re.compile(r"github_pat_(?<![A-Za-z0-9_-]github_pat_)[A-Za-z0-9_]{22,}")
 _SLACK = re.compile(r"xox(?<![A-Za-z0-9_-]xox)[abposr]-[A-Za-z0-9-]{10,}")
@@ -123,6 +130,92 @@ _FORMATS = sorted(
     reverse=True,
 )
 _HEADS = tuple(prefix for prefix, _, _ in _FORMATS)
+# A Discord bot token: the bot's user id (a decimal snowflake) in base64, a timestamp, an HMAC.
+# No fixed prefix, but base64 of ASCII digits starts with M, N or O, and the first part must
+# decode to digits, which keeps dotted identifiers out.
+_DISCORD_BOT = re.compile(
+    r"[MNO][A-Za-z0-9_-]{22,26}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"
+)
+
+
+def _is_discord_bot_token(token: str) -> bool:
+    user_id = token[: token.index(".")]
+    try:
+        return base64.urlsafe_b64decode(user_id + "=" * (-len(user_id) % 4)).isdigit()
+    except ValueError:
+        return False
+
+
+def _redact_kubernetes_secrets(text: str, counts: Counter[str]) -> str:
+    """Replace the values of Kubernetes Secrets' `data` and `stringData`; returns ``text`` itself
+    when there are none."""
+    if "Secret" not in text or not _K8S_SECRET_KIND.search(text):
+        return text
+    spans: list[tuple[int, int]] = []
+    for block in _K8S_JSON_DATA.finditer(text):
+        spans += (v.span("value") for v in _K8S_JSON_VALUE.finditer(text, *block.span("body")))
+    documents: list[list[tuple[int, int]]] = [[]]  # YAML documents as (start, end) of each line
+    start = 0
+    for brk in [*_K8S_LINE_BREAK.finditer(text), None]:
+        end = len(text) if brk is None else brk.start()
+        if text[start:end].rstrip() == "---":
+            documents.append([])
+        else:
+            documents[-1].append((start, end))
+        start = end if brk is None else brk.end()
+    for lines in documents:
+        if lines and _K8S_SECRET_KIND.search(text, lines[0][0], lines[-1][1]):
+            spans += _yaml_secret_values(text, lines)
+    values = [(a, b) for a, b in spans if _is_secret_value(text[a:b], quoted=True)]
+    if not values:
+        return text
+    parts: list[str] = []
+    last = 0
+    for a, b in sorted(values):
+        if a < last:
+            continue
+        counts["kubernetes_secret"] += 1
+        parts += (text[last:a], "[REDACTED:kubernetes_secret]")
+        last = b
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def _quote_length(value: str) -> int:
+    """The length of the quote around `value`: `"x"`, `'x'`, JSON-escaped `\\"x\\"`, or none."""
+    for quote in _K8S_QUOTES:
+        if len(value) > 2 * len(quote) and value.startswith(quote) and value.endswith(quote):
+            return len(quote)
+    return 0
+
+
+def _yaml_secret_values(text: str, lines: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans of the values under each `data:`/`stringData:` key of one YAML document: its entries'
+    values and the lines of their block scalars (`key: |`)."""
+    spans: list[tuple[int, int]] = []
+    column: int | None = None  # indentation of the `data:` key while inside its block
+    for start, end in lines:
+        line = text[start:end]
+        body = line.lstrip(" \t")
+        indent = len(line) - len(body)
+        if column is not None and body and indent <= column:
+            column = None  # the block ended
+        if column is None:
+            key = _K8S_DATA_KEY.match(line)
+            if key is not None:
+                column = len(key.group(1))
+            continue
+        if not body:
+            continue
+        entry = _K8S_ENTRY.match(body)
+        if entry is not None and entry.group("value") not in ("|", ">", "|-", ">-", "|+", ">+"):
+            value = entry.group("value")
+            quote = _quote_length(value)  # the quotes are kept
+            value_start = start + indent + entry.start("value")
+            spans.append((value_start + quote, value_start + len(value) - quote))
+        elif entry is None:
+            spans.append((start + indent, end))  # a line of a block scalar
+    return spans
 
 
 def _redact_prefixed(text: str, counts: Counter[str]) -> str:
@@ -133,6 +226,13 @@ def _redact_prefixed(text: str, counts: Counter[str]) -> str:
     last = 0
     for run in _KEY_RUN.finditer(text):
         start = run.start()
+        if text[start] in "MNO" and start >= last:
+            hit = _DISCORD_BOT.match(text, start)
+            if hit is not None and _is_discord_bot_token(hit.group()):
+                counts["discord_bot_token"] += 1
+                parts += (text[last:start], "[REDACTED:discord_bot_token]")
+                last = hit.end()
+                continue
         offsets = [0] + [i + 1 for i, c in enumerate(run.group()) if c == "/"]
         for offset in offsets:
             pos = start + offset
@@ -178,6 +278,27 @@ _CLI_FLAG = re.compile(
     r"(?:=|\s+)(?P<q>['\"]?)(?P<pw>[^\s'\"]{4,256})"
 )
 _NETRC = re.compile(r"\blogin\s+\S+\s+password\s+(?P<pw>\S+)")
+# The words "secret access key" (the `aws configure` prompt, a console CSV's header), then the key.
+_AWS_SECRET_AFTER_NAME = re.compile(
+    r"(?s)secret access key" + _AWS_KEY_GAP + r"(?<![a-z0-9/+=])(?P<key>[a-z0-9/+]{40})(?![a-z0-9/+=])"
+)
+# Prose: "the password is X", "the DB password for staging was X", "set the password to X".
+# Lower-case, run over the lower-cased text; X must not read as a word (see _prose_password).
+_PROSE_PASSWORD = re.compile(
+    r"(?<![a-z0-9_])passw(?:or)?d(?:\s+(?:for|of|on)(?:\s+[\w.@-]+){1,2})?"
+    r"\s+(?:is|was|to)(?:\s*:)?\s+(?P<q>[\"'`]?)(?P<pw>[^\s\"'`]{3,127}[^\s\"'`.,;:!?)\]])"
+)
+
+# Kubernetes Secret manifests: every value under `data:` (base64) or `stringData:` (plain) is a
+# secret whatever its name. Only in a YAML document (between `---` lines) or a text that says
+# `kind: Secret`; a ConfigMap's `data:` is left alone. Line breaks may be JSON-escaped.
+_K8S_SECRET_KIND = re.compile(r"kind\\?[\"']?\s*:\s*\\?[\"']?Secret(?![A-Za-z0-9_])")
+_K8S_LINE_BREAK = re.compile(r"\r?\n|(?:\\r)?\\n")
+_K8S_DATA_KEY = re.compile(r"([ \t]*(?:-[ \t]+)?)(?:data|stringData):[ \t]*$")
+_K8S_ENTRY = re.compile(r"[^\s:#][^:]*:[ \t]+(?P<value>\S(?:.*\S)?)")
+_K8S_QUOTES = ('\\"', '"', "'")
+_K8S_JSON_DATA = re.compile(r'\\?"(?:data|stringData)\\?"\s*:\s*\{(?P<body>[^{}]*)\}')
+_K8S_JSON_VALUE = re.compile(r'\\?"[^"\\]*\\?"\s*:\s*\\?"(?P<value>[^"\\]+)\\?"')
 
 # No rule matches fewer characters than `://:p@h` (a URL password).
 _SHORTEST_MATCH = 7
@@ -290,12 +411,44 @@ def _cli_password(group: str) -> Replacer:
     return replace
 
 
-_RULES: tuple[_Rule, ...] = (
+def _prose_password(m: re.Match[str], text: str, counts: Counter[str]) -> str | None:
+    """Only a value that is not a word or an identifier ("the password is stored") is a password."""
+    start, end = m.span("pw")
+    if m.group("q") and text[end : end + 1] != text[m.start("q")]:
+        return None  # an opening quote without its closing one
+    if not _is_secret_value(text[start:end], quoted=False):
+        return None
+    counts["password"] += 1
+    return text[m.start() : start] + "[REDACTED:password]" + text[end : m.end()]
+
+
+def _aws_secret_key(m: re.Match[str], text: str, counts: Counter[str]) -> str | None:
+    """The 40-character key of an `_AWS` or `_AWS_SECRET_AFTER_NAME` match, unless it is all one case
+    (a hex digest, not base64 of random bytes); an `_AWS` match's key id is replaced in any case."""
+    key_id = m.group().startswith(("AKIA", "ASIA"))
+    if key_id:
+        counts["aws_access_key_id"] += 1
+    head = "[REDACTED:aws_access_key_id]" if key_id else text[m.start() : m.start("gap")]
+    if m.group("key") is None:
+        return head
+    start, end = m.span("key")
+    key = text[start:end]
+    if key.lower() == key or key.upper() == key:
+        return head + text[m.start("gap") : m.end()] if key_id else None
+    counts["aws_secret_key"] += 1
+    return head + text[m.start("gap") : start] + "[REDACTED:aws_secret_key]"
+
+
+# Whole blocks first: a key format right after a private key block starts a word only once the
+# block is a marker, so the key-format scan runs after these (or a second pass would find it).
+_BLOCK_RULES: tuple[_Rule, ...] = (
     _Rule(("PRIVATE KEY",), _PEM_BLOCK, _whole("private_key")),
     _Rule(("PRIVATE KEY",), _PEM_TRUNCATED, _whole("private_key")),
+)
+_RULES: tuple[_Rule, ...] = (
     _Rule(("sk-ant-",), _ANTHROPIC, _whole("anthropic_key")),
     _Rule(("sk-",), _OPENAI, _whole("openai_key")),
-    _Rule(("AKIA", "ASIA"), _AWS, _whole("aws_access_key_id")),
+    _Rule(("AKIA", "ASIA"), _AWS, _aws_secret_key),
     _Rule(("gh",), _GITHUB, _whole("github_token")),
     _Rule(("github_pat_",), _GITHUB_PAT, _whole("github_token")),
     _Rule(("xox",), _SLACK, _whole("slack_token")),
@@ -319,6 +472,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(("://",), _URL_PASSWORD, _group("url_password", "pw")),
     _lower_rule(("authorization",), _AUTHORIZATION, _group("authorization", "cred")),
     _lower_rule(_ASSIGNMENT_GUARDS, _ASSIGNMENT, _assignment),
+    _lower_rule(("secret access key",), _AWS_SECRET_AFTER_NAME, _aws_secret_key),
+    _lower_rule(("passw",), _PROSE_PASSWORD, _prose_password),
 )
 
 
@@ -345,10 +500,12 @@ def redact(text: str) -> tuple[str, Counter[str]]:
     counts: Counter[str] = Counter()
     if len(text) < _SHORTEST_MATCH:
         return text, counts
+    for needles, pattern, replace, _ in _BLOCK_RULES:
+        if needles[0] in text:
+            text = _apply(pattern, replace, text, text, counts)
+    text = _redact_kubernetes_secrets(text, counts)
+    text = _redact_prefixed(text, counts)
     lowered: str | None = None
-    new = _redact_prefixed(text, counts)
-    if new is not text:
-        text = new
     for needles, pattern, replace, fallback in _RULES:
         # Plain loops, not any(): this runs for every string of a transcript.
         if fallback is None:

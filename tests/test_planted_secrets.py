@@ -8,6 +8,7 @@ so that no scanner takes this file for a leak.
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import string
@@ -127,6 +128,15 @@ def _planted() -> list[tuple[str, str, str]]:
     add("rubygems_token", "ruby" + "gems_" + r(48, HEX), "{s}")
     add("planetscale_token", "pscale" + "_tkn_" + r(43, ALNUM), "{s}")
     add("prefect_key", "pn" + "u_" + r(36, ALNUM), "{s}")
+    # Secrets without a fixed prefix: found by their neighbours or their shape.
+    key_id = "AK" + "IA" + r(16, UPPER + DIGITS)
+    add("aws_secret_key", "wJ" + r(38, ALNUM + "/+"), "Access key ID,Secret access key\n" + key_id + ",{s}")
+    add("aws_secret_key", "k7" + r(38, ALNUM + "/+"), "AWS Secret Access Key [None]: {s}")
+    bot_id = base64.b64encode(r(19, DIGITS).encode()).decode().rstrip("=")
+    add("discord_bot_token", bot_id + "." + r(6, ALNUM + "_-") + "." + r(38, ALNUM + "_-"), "bot.run('{s}')")
+    add("password", pw(), "the staging db password is {s}")
+    manifest = "apiVersion: v1\nkind: Secret\ndata:\n  password: {s}\ntype: Opaque"
+    add("kubernetes_secret", r(30, ALNUM + "+/") + "==", manifest)
     return items
 
 

@@ -24,6 +24,8 @@ JWT = (
     ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 )
 PEM_BODY = "\n".join(["MIIEowIBAAKCAQEA" + "q7Zb" * 12] + ["Zm9vYmFyYmF6cXV4" * 4] * 5 + ["dGVzdA=="])
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"  # 40 characters, mixed case
+DISCORD_BOT_TOKEN = "MTE3NjU0MzIxMDk4NzY1NDMyMQ" + ".GaBcDe." + "abcdefghijklmnopqrstuvwxyz0123456789AB"
 PEM_KEY = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + PEM_BODY + "\n-----END RSA PRIVATE KEY-----"
 
 
@@ -95,6 +97,31 @@ def test_a_key_in_text_is_replaced_whole(secret: str, kind: str) -> None:
         # JSON written inside a JSON string: the quotes are escaped.
         ('{\\"password\\": \\"p4ssw0rd\\"}', '{\\"password\\": \\"[REDACTED:password]\\"}', "password"),
         ("PASSWORD: 'Hunter22'", "PASSWORD: '[REDACTED:password]'", "password"),
+        # Prose: "the password is X", where X does not read as a word.
+        ("my password is hunter2", "my password is [REDACTED:password]", "password"),
+        ("the password is 'Tr0ub4dor'", "the password is '[REDACTED:password]'", "password"),
+        ("Password was: hunter2", "Password was: [REDACTED:password]", "password"),
+        (
+            "Set the admin password to Tr0ub4dor&3.",
+            "Set the admin password to [REDACTED:password].",
+            "password",
+        ),
+        (
+            "The DB password for staging was s3cr3t!x",
+            "The DB password for staging was [REDACTED:password]",
+            "password",
+        ),
+        # Discord bot tokens wherever they stand (a dotted token reads as code to the assignment rule).
+        (
+            f"DISCORD_TOKEN={DISCORD_BOT_TOKEN}",
+            "DISCORD_TOKEN=[REDACTED:discord_bot_token]",
+            "discord_bot_token",
+        ),
+        (
+            f"client.run('{DISCORD_BOT_TOKEN}')",
+            "client.run('[REDACTED:discord_bot_token]')",
+            "discord_bot_token",
+        ),
     ],
 )
 def test_only_the_secret_part_is_replaced(text: str, expected: str, kind: str) -> None:
@@ -251,6 +278,13 @@ _FRAGMENTS = st.sampled_from(
         " ",
         "=",
         "[REDACTED:token]",
+        "glptt-",
+        "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY",
+        "Secret access key ",
+        "MTE3NjU0MzIxMDk4NzY1NDMyMQ" + ".GaBcDe." + "abcdefghijklmnopqrstuvwxyz0123456789AB",
+        "the password is ",
+        "kind: Secret\ndata:\n  k: ",
+        "---",
     ]
 )
 
@@ -276,3 +310,120 @@ def test_a_redacted_token_before_a_url_password_is_not_redacted_again() -> None:
     once, _ = redact("://token=postgres://u:pw12345@h/db")
     assert once == "://token=[REDACTED:token][REDACTED:url_password]@h/db"
     assert redact(once) == (once, Counter())
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"{AWS_KEY_ID} {AWS_SECRET}", "[REDACTED:aws_access_key_id] [REDACTED:aws_secret_key]"),
+        (
+            f"Access key ID,Secret access key\n{AWS_KEY_ID},{AWS_SECRET}\n",
+            "Access key ID,Secret access key\n[REDACTED:aws_access_key_id],[REDACTED:aws_secret_key]\n",
+        ),
+        (
+            f"AWS Secret Access Key [None]: {AWS_SECRET}",
+            "AWS Secret Access Key [None]: [REDACTED:aws_secret_key]",
+        ),
+    ],
+)
+def test_an_aws_secret_key_beside_its_key_id_or_name(text: str, expected: str) -> None:
+    out, counts = redact(text)
+    assert out == expected
+    assert counts == Counter(
+        aws_secret_key=1, aws_access_key_id=expected.count("[REDACTED:aws_access_key_id]")
+    )
+
+
+K8S_SECRET_YAML = """\
+apiVersion: v1
+data:
+  password: aHVudGVyMg==
+  username: YWRtaW4=
+kind: Secret
+metadata:
+  name: db-credentials
+  namespace: prod
+type: Opaque
+---
+apiVersion: v1
+kind: ConfigMap
+data:
+  log_level: debug
+"""
+
+
+def test_kubernetes_secret_data_values_are_redacted_and_a_config_map_is_not() -> None:
+    out, counts = redact(K8S_SECRET_YAML)
+    assert out == K8S_SECRET_YAML.replace("aHVudGVyMg==", "[REDACTED:kubernetes_secret]").replace(
+        "YWRtaW4=", "[REDACTED:kubernetes_secret]"
+    )
+    assert counts == Counter(kubernetes_secret=2)
+
+
+def test_kubernetes_secret_string_data_and_json_are_redacted() -> None:
+    manifest = (
+        "kind: Secret\nmetadata:\n  name: api\nstringData:\n  conn: db-host-7;user=app\n  API_TOKEN: plain\n"
+    )
+    assert redact(manifest) == (
+        "kind: Secret\nmetadata:\n  name: api\nstringData:\n"
+        "  conn: [REDACTED:kubernetes_secret]\n  API_TOKEN: [REDACTED:kubernetes_secret]\n",
+        Counter(kubernetes_secret=2),
+    )
+    as_json = (
+        '{\n  "apiVersion": "v1",\n  "data": {\n    "tls.key": "LS0tLS1CRUdJTg==",\n    "ca": "Q0E="\n  },\n'
+        '  "kind": "Secret"\n}'
+    )
+    assert redact(as_json) == (
+        as_json.replace("LS0tLS1CRUdJTg==", "[REDACTED:kubernetes_secret]").replace(
+            "Q0E=", "[REDACTED:kubernetes_secret]"
+        ),
+        Counter(kubernetes_secret=2),
+    )
+
+
+def test_kubernetes_secret_in_a_json_escaped_tool_input_and_a_list() -> None:
+    # A manifest written by a tool call reaches the summarizer as JSON: line breaks are "\\n".
+    escaped = '{"content": "kind: Secret\\ndata:\\n  token: \\"c2VjcmV0\\"\\n  cert: |\\n    LS0tLS1C\\n---"}'
+    assert redact(escaped) == (
+        '{"content": "kind: Secret\\ndata:\\n  token: \\"[REDACTED:kubernetes_secret]\\"\\n  cert: |\\n'
+        '    [REDACTED:kubernetes_secret]\\n---"}',
+        Counter(kubernetes_secret=2),
+    )
+    listed = "items:\n- apiVersion: v1\n  data:\n    key: c2VjcmV0\n  kind: Secret\nkind: List\n"
+    assert redact(listed) == (
+        listed.replace("c2VjcmV0", "[REDACTED:kubernetes_secret]"),
+        Counter(kubernetes_secret=1),
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password field is required",
+        "password reset email sent",
+        "the password is stored in Vault",
+        "Forgot password? Click here",
+        "passwords must match",
+        "the password is too short, use at least 12 characters",
+        "the password is ${DB_PASSWORD}",
+        "the secret access key is in ~/.aws/credentials",
+        f"{AWS_KEY_ID} commit 9fceb02d0ae598e95dc970b74767f19372d61af8",  # a sha1 is no secret key
+        "data:\n  log_level: debug\nkind: ConfigMap\n",
+        "Secret rotation: the data: section holds base64",
+        "MTE3NjU0MzIxMDk4NzY1NDMyMQ is a snowflake id",
+    ],
+)
+def test_prose_about_secrets_is_left_alone(text: str) -> None:
+    out, counts = redact(text)
+    assert (out, counts) == (
+        text.replace(AWS_KEY_ID, "[REDACTED:aws_access_key_id]"),
+        Counter({"aws_access_key_id": 1} if AWS_KEY_ID in text else {}),
+    )
+
+
+def test_a_key_format_right_after_a_private_key_block_is_found_in_the_first_pass() -> None:
+    # Found by the idempotence property: the block's marker ends a word, so "glptt-..." became a
+    # GitLab token only in a second pass.
+    once, counts = redact(PEM_KEY + "glptt-" + "Ab3_cD-" * 4)
+    assert once == "[REDACTED:private_key][REDACTED:gitlab_token]"
+    assert counts == Counter(private_key=1, gitlab_token=1)
