@@ -184,18 +184,33 @@ def test_focus_reaches_the_digest(transcript: Path) -> None:
 # ------------------------------------------------------------------------------ other destinations
 
 
-def test_output_file_leaves_the_input_and_archives_it_beside_the_input(
+@pytest.mark.parametrize("target", ["out/small.jsonl", "-"])
+def test_output_leaves_the_input_and_its_folder_untouched_and_names_the_input(
+    transcript: Path, tmp_path: Path, target: str
+) -> None:
+    # -o changes nothing of FILE, so FILE itself holds the original: no archive copy beside it
+    # (as micro -o). The summary names FILE.
+    (tmp_path / "out").mkdir()
+    before = sorted(p.name for p in transcript.parent.iterdir())
+    done = run("-o", target, str(transcript), cwd=tmp_path)
+    assert done.returncode == OK, done.stderr
+    assert transcript.read_bytes() == ORIGINAL
+    assert sorted(p.name for p in transcript.parent.iterdir()) == before
+    written = done.stdout if target == "-" else (tmp_path / target).read_bytes()
+    assert Path(summary_of(records_of(written)[0])["path"]) == transcript.resolve()
+
+
+def test_output_with_an_explicit_archive_dir_archives_the_input_there(
     transcript: Path, tmp_path: Path
 ) -> None:
-    out = tmp_path / "out" / "small.jsonl"
-    out.parent.mkdir()
-    done = run("-o", str(out), str(transcript), cwd=tmp_path)
+    out, archives = tmp_path / "short.jsonl", tmp_path / "kept"
+    done = run("-o", str(out), "--archive-dir", str(archives), str(transcript), cwd=tmp_path)
     assert done.returncode == OK, done.stderr
     assert transcript.read_bytes() == ORIGINAL
     archive = assert_archive_holds(summary_of(records_of(out.read_bytes())[0]), ORIGINAL)
-    assert archive.parent == transcript.parent / ".transcripts"
+    assert archive.parent == archives
     # Nothing was replaced: no manifest line (restore has nothing to undo).
-    assert not (archive.parent / "manifest.jsonl").exists()
+    assert not (archives / "manifest.jsonl").exists()
 
 
 def test_stdin_to_stdout_archives_the_input_in_the_current_folder(tmp_path: Path) -> None:

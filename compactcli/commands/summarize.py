@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from functools import partial
+from typing import BinaryIO
 
 import click
 
-from compactcli import context, runner
+from compactcli import context, remote, runner
 from compactcli.backends.anthropic import DEFAULT_MODEL, have_credentials
 from compactcli.dialects.base import USER_MESSAGES_TOKENS
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP, UNAVAILABLE
@@ -22,16 +24,18 @@ from compactcli.options import (
     write_options,
 )
 from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
-from compactcli.summarize_file import SummarizeOptions, analyze
-from compactcli.transcript import STDIN
+from compactcli.summarize_file import SummarizeOptions, SummaryEdit, analyze
+from compactcli.transcript import STDIN, STDIN_NAME
 
 HELP = f"""Replace a conversation with one summary message (Layers 2 and 3).
 
 The conversation (or all of it but the last --keep-last messages; a tool call is never parted from
 its result) becomes one user message: "[Conversation compressed. Transcript: <archive>]", a blank
 line, and the summary, which says what was accomplished, the current state, the key decisions and
-the next steps. The original is archived first, byte for byte, under the path the message names
-(also for -o and stdout, beside the input or in --archive-dir; stdin: ./.transcripts/).
+the next steps. In place, the original is archived first, byte for byte, under the path the message
+names. With -o (a file or -), FILE is left as it was and the message names FILE itself: nothing is
+written beside it, unless --archive-dir asks for a copy there. Stdin is archived in ./.transcripts/
+(or --archive-dir), since nothing else would hold the original.
 
 \b
 Backends (--backend):
@@ -243,6 +247,8 @@ def summarize(
         on_invalid=inputs.on_invalid,
         estimator=context.estimator(method) if options.threshold is not None else None,
     )
+    if writes.output is not None and writes.archive_dir is None:
+        file_analyze = _naming_the_input(file_analyze)
     report = Report(
         "summarize",
         SummarizeFigures(),
@@ -274,6 +280,21 @@ def summarize(
         runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=on_outcome)
         runner.write_manifest(report.outcomes, writes, settings)
     raise SystemExit(report.finish())
+
+
+def _naming_the_input(analyze: Callable[..., SummaryEdit]) -> Callable[..., SummaryEdit]:
+    """-o leaves the input as it was, so the summary names the input itself and no archive copy is
+    written beside it (micro -o and --output-dir write nothing there either). Stdin is still
+    archived: once read, nothing else holds the original."""
+
+    def analyze_naming_the_input(source: BinaryIO, name: str) -> SummaryEdit:
+        edit = analyze(source, name)
+        if name != STDIN_NAME:
+            edit.archive_first = False
+            edit.use_archive(name if remote.is_url(name) else os.path.abspath(name))
+        return edit
+
+    return analyze_naming_the_input
 
 
 def _check_backend(summarizer, requested: str, batch: object, preview: bool, quiet: bool) -> None:
