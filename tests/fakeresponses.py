@@ -5,8 +5,9 @@
 
 Anything else is answered 404 and recorded, so a test can see what a client asked for. Like the
 real API it refuses (400, in the API's error shape and wording) an input whose function calls and
-outputs are not paired. Tests script the output items per request (`reply_items`) and read
-`requests`.
+outputs are not paired, and an input item that carries the id of an item it answered in a response
+that also held a reasoning item, without that reasoning item. Tests script the output items per
+request (`reply_items`) and read `requests`.
 
     with FakeResponses() as api:
         api.reply_items = lambda body: [function_call("call_1", "exec_command", {"cmd": "ls"})]
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import secrets
 import threading
 from collections.abc import Callable
 from http.server import ThreadingHTTPServer
@@ -56,6 +58,11 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+# The ids of items answered in a response with a reasoning item -> that reasoning item's id. Shared by
+# every server of the process, as the real API remembers its ids whatever the connection.
+_REASONING_OF: dict[str, str] = {}
+
+
 def _default_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [message("done")]
 
@@ -70,6 +77,7 @@ class FakeResponses:
         self.reply_items: Callable[[dict[str, Any]], list[dict[str, Any]]] = _default_items
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._token = secrets.token_hex(4)  # item ids unique across servers
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -102,13 +110,16 @@ class FakeResponses:
         if not rec.headers.get("authorization", "").startswith("Bearer "):
             return 401, "application/json", _error("You didn't provide an API key.", None)
         body = rec.body if isinstance(rec.body, dict) else {}
-        problem = unpaired(body.get("input"))
+        problem = unpaired(body.get("input")) or without_reasoning(body.get("input"))
         if problem is not None:
             return 400, "application/json", _error(problem, "input")
         items = [
-            {"id": f"item_{n}_{i}", "status": "completed", **it}
+            {"id": f"item_{self._token}_{n}_{i}", "status": "completed", **it}
             for i, it in enumerate(self.reply_items(body))
         ]
+        reasoning = next((it["id"] for it in items if it.get("type") == "reasoning"), None)
+        if reasoning is not None:
+            _REASONING_OF.update((it["id"], reasoning) for it in items if it["id"] != reasoning)
         return 200, "text/event-stream", _events(f"resp_fake_{n:06d}", body, items)
 
 
@@ -131,6 +142,24 @@ def unpaired(items: Any) -> str | None:
             answered.add(call_id)
     for call_id in calls - answered:
         return f"No tool output found for function call {call_id}."
+    return None
+
+
+def without_reasoning(items: Any) -> str | None:
+    """The API's rule for ids, in its wording: an item sent with the id of an output item of a
+    response that reasoned needs that reasoning item in the input too (items without ids are new)."""
+    if not isinstance(items, list):
+        return None
+    sent = {item.get("id") for item in items if isinstance(item, dict)}
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        reasoning = _REASONING_OF.get(item.get("id"))  # type: ignore[arg-type]
+        if reasoning is not None and reasoning not in sent:
+            return (
+                f"Item '{item['id']}' of type '{item.get('type')}' was provided without its required "
+                f"'reasoning' item: '{reasoning}'."
+            )
     return None
 
 

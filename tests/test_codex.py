@@ -719,3 +719,64 @@ def test_summarize_writes_no_ordinal_into_a_rollout_without_them(rollout: Path, 
     run = compactcli("summarize", "--backend", "digest", rollout, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert not any("ordinal" in r for r in lines_of(rollout))
+
+
+# --- --drop-thinking and item ids ---------------------------------------------------------------------
+
+
+def _responses_with_ids(ids: bool) -> list[dict]:
+    """Three turns; each response reasons, then calls a tool or answers. With `ids`, the model's items
+    carry the API's ids, as recent Codex versions store them."""
+    payloads: list[dict] = [{"id": "s1", "cwd": "/w", "base_instructions": {"text": "Be brief."}}]
+
+    def model(payload: dict, item_id: str) -> None:
+        payloads.append({**payload, "id": item_id} if ids else payload)
+
+    for turn in (1, 2, 3):
+        payloads.append(
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+        )
+        model({"type": "reasoning", "summary": [], "encrypted_content": f"ZW5j{turn}"}, f"rs_{turn}a")
+        model(
+            {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": f"c{turn}"}, f"fc_{turn}a"
+        )
+        payloads.append({"type": "function_call_output", "call_id": f"c{turn}", "output": "a.txt"})
+        model({"type": "reasoning", "summary": [], "encrypted_content": f"ZW5q{turn}"}, f"rs_{turn}b")
+        model(
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+            f"m{turn}",
+        )
+    kinds = ["session_meta"] + ["response_item"] * (len(payloads) - 1)
+    return [
+        {"timestamp": f"2026-05-04T10:00:{n:02d}.000Z", "type": kind, "payload": payload}
+        for n, (kind, payload) in enumerate(zip(kinds, payloads, strict=True))
+    ]
+
+
+@pytest.mark.parametrize("ids", [True, False])
+def test_drop_thinking_takes_the_ids_of_the_items_whose_reasoning_it_drops(tmp_path: Path, ids: bool) -> None:
+    # Sent with its id but without the reasoning item of its response, an item is refused by the
+    # Responses API ("provided without its required 'reasoning' item"): the id goes too.
+    path = tmp_path / "rollout.jsonl"
+    records = _responses_with_ids(ids)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    original = path.read_bytes().splitlines(keepends=True)
+
+    done = compactcli("micro", "--keep", "10", "--drop-thinking", path, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+    out = path.read_bytes().splitlines(keepends=True)
+    payloads = [json.loads(line)["payload"] for line in out]
+    kinds = [p.get("type") for p in payloads]
+    assert kinds.count("reasoning") == 2  # the current turn's (turn 3), untouched
+    assert [line for line in out if b'"reasoning"' in line] == [
+        line for line in original[-5:] if b'"reasoning"' in line
+    ]
+    assert out[-5:] == original[-5:]  # the current turn keeps its ids
+    earlier = [json.loads(line)["payload"] for line in original[1:-5] if b'"reasoning"' not in line]
+    expected = [{k: v for k, v in p.items() if k != "id"} for p in earlier]
+    assert payloads[1:-5] == expected
+    if not ids:  # nothing but the reasoning lines changed
+        assert out[1:-5] == [line for line in original[1:-5] if b'"reasoning"' not in line]
+    again = compactcli("micro", "--keep", "10", "--drop-thinking", path, cwd=tmp_path)
+    assert again.returncode == 0 and path.read_bytes() == b"".join(out)

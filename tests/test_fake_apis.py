@@ -118,6 +118,26 @@ def test_responses_api_refuses_unpaired_calls(items, wording):
     }
 
 
+def test_responses_api_refuses_an_answered_item_without_the_reasoning_of_its_response():
+    reasoning = {"type": "reasoning", "summary": [], "encrypted_content": "ZW5j"}
+    with FakeResponses() as api:
+        api.reply_items = lambda body: [reasoning, CALL]
+        status, text = _responses(api, [USER])
+        assert status == 200
+        rs, fc = (e["item"] for e in _sse(text) if e["type"] == "response.output_item.done")
+        status, _ = _responses(api, [USER, rs, fc, OUTPUT])
+        assert status == 200
+        status, text = _responses(api, [USER, fc, OUTPUT])
+        assert status == 400
+        assert json.loads(text)["error"]["message"] == (
+            f"Item '{fc['id']}' of type 'function_call' was provided without its required 'reasoning' item: "
+            f"'{rs['id']}'."
+        )
+        without_id = {k: v for k, v in fc.items() if k != "id"}
+        status, _ = _responses(api, [USER, without_id, OUTPUT])  # an item without an id is new
+        assert status == 200
+
+
 def test_responses_api_streams_the_scripted_items():
     with FakeResponses() as api:
         api.reply_items = lambda body: [message("hello")]

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 
 from compactcli.dialects.base import (
+    BLOCKS,
     BOUNDARY,
     NO,
     PROVES,
@@ -379,9 +380,22 @@ class CodexDialect(Dialect):
                 part.update({"type": "input_text", "text": text})
 
     def thinking(self, record: dict) -> str | None:
-        """A reasoning item is a line of its own: dropped whole."""
+        """A reasoning item is a line of its own: dropped whole. Another item of the model's that
+        carries its id (Codex stores the API's item ids) is bound to the reasoning of its response:
+        sent with its id but without that reasoning, the API refuses it ("provided without its
+        required 'reasoning' item"), so the id goes with the reasoning (drop_thinking). Without an id
+        an item is new input, which the API takes: older Codex versions stored no ids at all."""
         entry = item(record)
-        return WHOLE if entry is not None and entry.get("type") == "reasoning" else None
+        if entry is None:
+            return None
+        if entry.get("type") == "reasoning":
+            return WHOLE
+        return BLOCKS if "id" in entry and is_model_item(entry) else None
+
+    def drop_thinking(self, record: dict) -> None:
+        entry = item(record)
+        if entry is not None:
+            entry.pop("id", None)
 
 
 def _image_parts(record: dict) -> list[dict]:
