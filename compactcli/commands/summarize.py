@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 import click
 
-from compactcli import context, remote, runner
+from compactcli import context, runner
 from compactcli.backends.anthropic import DEFAULT_MODEL, have_credentials
 from compactcli.dialects.base import USER_MESSAGES_TOKENS
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP, UNAVAILABLE
@@ -288,6 +288,8 @@ def _naming_the_input(analyze: Callable[..., SummaryEdit]) -> Callable[..., Summ
     archived: once read, nothing else holds the original."""
 
     def analyze_naming_the_input(source: BinaryIO, name: str) -> SummaryEdit:
+        from compactcli import remote
+
         edit = analyze(source, name)
         if name != STDIN_NAME:
             edit.archive_first = False
