@@ -13,6 +13,7 @@ line) such an archive is made too, beside the input (stdin: in the current folde
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import stat
@@ -232,9 +233,9 @@ def _to_output(
     try:
         source.seek(0)
         if settings.output in (None, STDOUT):
-            out = _CountingWriter(sys.stdout.buffer)
-            _write(edit, source, out)
-            sys.stdout.buffer.flush()
+            with _stdout() as stdout:
+                out = _CountingWriter(stdout)
+                _write(edit, source, out)
             written = out.written
         else:
             with storage.output_file(Path(settings.output)) as target:
@@ -250,6 +251,22 @@ def _to_output(
     if archived is not None:
         stats["archive"] = str(archived[0])
     return Outcome(item, status, stats=stats)
+
+
+@contextlib.contextmanager
+def _stdout() -> Iterator[BinaryIO]:
+    """Standard output with a large buffer (few write calls), flushed at the end of the block; the
+    interpreter's own stdout where it is no file descriptor (a test runner's capture)."""
+    sys.stdout.flush()
+    try:
+        fd = sys.stdout.buffer.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    sys.stdout.buffer.flush()
+    with io.BufferedWriter(io.FileIO(fd, "wb", closefd=False), storage.WRITE_BUFFER) as stdout:
+        yield stdout
 
 
 def _write(edit: Edit, source: BinaryIO, out: _CountingWriter) -> None:
