@@ -26,6 +26,7 @@ once) costs only reads, never a wrong answer.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import stat
 import time
@@ -145,7 +146,8 @@ class RunCache:
     def _load(self) -> None:
         assert self.path is not None
         try:
-            data = orjson.loads(self.path.read_bytes())
+            with _no_cycle_collection():
+                data = orjson.loads(self.path.read_bytes())
         except (OSError, ValueError):
             return
         if (
@@ -167,20 +169,21 @@ class RunCache:
             return found
         entries = self._entries
         oldest = time.time() - self.min_age if self.min_age else None
-        for index, item in enumerate(items):
-            entry = entries.get(os.path.abspath(item)) if item != STDIN else None
-            if entry is None:
-                continue
-            try:
-                st = os.stat(item)
-            except OSError:
-                continue
-            if stamp_of(st) != tuple(entry[0]):
-                continue
-            if oldest is not None and st.st_mtime > oldest:
-                continue  # younger than --min-age: the worker's to report
-            status, exit_code, message, stats = entry[1]
-            found[index] = Outcome(item, status, exit_code, message, dict(stats))
+        with _no_cycle_collection():
+            for index, item in enumerate(items):
+                entry = entries.get(os.path.abspath(item)) if item != STDIN else None
+                if entry is None:
+                    continue
+                try:
+                    st = os.stat(item)
+                except OSError:
+                    continue
+                if stamp_of(st) != tuple(entry[0]):
+                    continue
+                if oldest is not None and st.st_mtime > oldest:
+                    continue  # younger than --min-age: the worker's to report
+                status, exit_code, message, stats = entry[1]
+                found[index] = Outcome(item, status, exit_code, message, dict(stats))
         return found
 
     def remember(self, outcome: Outcome) -> None:
@@ -226,6 +229,19 @@ class RunCache:
             raise
         self._dirty = False
         _remove_stale(folder, keep=path)
+
+
+@contextlib.contextmanager
+def _no_cycle_collection():
+    """Thousands of small lists, dicts and outcomes, none in a cycle: the cycle collector's passes
+    over them (several per load of a large cache) would find nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _remove_stale(folder: Path, keep: Path) -> None:
