@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import signal
@@ -130,6 +131,22 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
     name = ctx.invoked_subcommand
     command = ctx.command.get_command(ctx, name)
     ctx.default_map = {name: config.defaults_for(settings, name, command)}
+    _start_up_done()
+
+
+# main() pauses the cycle collector while the command's modules are imported: imports make tens of
+# thousands of long-lived objects and no garbage, and each full collection among them walks them all
+# (~10 ms of a short run's CPU). Once they are in, they are frozen (never walked again) and collection
+# resumes for what the command itself allocates.
+_start_up_paused = False
+
+
+def _start_up_done() -> None:
+    global _start_up_paused
+    if _start_up_paused:
+        _start_up_paused = False
+        gc.freeze()
+        gc.enable()
 
 
 def closed_pipe() -> None:
@@ -140,6 +157,10 @@ def closed_pipe() -> None:
 
 
 def main() -> None:
+    global _start_up_paused
+    if gc.isenabled():
+        gc.disable()
+        _start_up_paused = True
     # SIGTERM unwinds like Ctrl-C: temp files, spools and archives of unfinished work are removed
     # by the code that made them, instead of being left behind by an abrupt exit.
     signal.signal(signal.SIGTERM, _terminate)

@@ -183,3 +183,19 @@ def test_a_command_help_imports_what_only_its_run_needs_later(
     code, modules = loaded_modules(command, "--help", cwd=tmp_path)
     assert code == 0
     assert [m for m in modules if m in not_loaded] == []
+
+
+def test_the_cycle_collector_runs_again_once_the_command_is_imported(tmp_path: Path) -> None:
+    # main() pauses it for the imports only: a long run must not go without it.
+    script = (
+        "import gc, sys\n"
+        "from compactcli.cli import main\n"
+        "sys.argv = ['compactcli', 'validate', '-q', 'a.jsonl']\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    code = done.code\n"
+        "print(code, gc.isenabled(), gc.get_freeze_count() > 0)\n"
+    )
+    (tmp_path / "a.jsonl").write_text('{"role": "user", "content": "hi"}\n')
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert done.stdout.split() == ["0", "True", "True"], done.stderr
