@@ -256,3 +256,25 @@ def test_micro_truncate_sends_both_ends_of_a_cleared_output(codex, session):
     assert counted.rstrip("\n").endswith("118\n119\n120")
     assert "characters truncated" in counted and "\n60\n" not in counted
     assert _calls(body) == [step[0] for step in STEPS]
+
+
+def test_a_summary_that_keeps_the_last_messages_resumes_again_over_its_ordinal_gap(codex, session):
+    """Codex 0.171 numbers every line (`ordinal`, session_meta 0). The summary's two records are 1 and 2
+    and the kept lines keep their numbers, so the numbers jump; Codex goes on from the last line's number
+    and resumes the rollout again and again."""
+    home, project, rollout = session
+    done = run_cli("summarize", "--backend", "digest", "--keep-last", "8", rollout, text=True)
+    assert done.returncode == 0, done.stderr
+    ordinals = _ordinals(rollout)
+    assert ordinals[:3] == [0, 1, 2] and ordinals[3] > 3  # the gap
+    for _ in range(2):
+        _resume(codex, home, project, _session_id(rollout))  # each refused resume fails here
+    after = _ordinals(rollout)
+    assert after[: len(ordinals)] == ordinals and len(after) > len(ordinals)
+    assert after[len(ordinals) :] == list(
+        range(ordinals[-1] + 1, ordinals[-1] + 1 + len(after) - len(ordinals))
+    )
+
+
+def _ordinals(rollout: Path) -> list[int]:
+    return [json.loads(line)["ordinal"] for line in rollout.read_text().splitlines()]
