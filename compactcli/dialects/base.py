@@ -119,6 +119,8 @@ class Dialect:
         """Replace one tool result's content in place (or, on a record of result_copies, the copy)."""
         raise NotImplementedError
 
+    has_result_copies = False  # whether result_copies can find any (micro asks only then)
+
     def result_copies(self, record: dict) -> list[str]:
         """Tool use ids whose result this record repeats elsewhere than in the conversation (a UI copy
         on a record of its own); micro clears such a copy with the result."""

@@ -141,8 +141,10 @@ class ClaudeCodeDialect(Dialect):
         return blocks_tool_results(message.get("content")) if message else []
 
     def scan(self, record: dict) -> tuple[list[ToolUse], list[ToolResult]]:
-        message = self.message(record)
-        return scan_blocks(message.get("content")) if message else ([], [])
+        message = record.get("message")  # self.message(record), inline: micro calls this for every record
+        if message and isinstance(message, dict) and record.get("type") in MESSAGE_TYPES:
+            return scan_blocks(message.get("content"))
+        return [], []
 
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         set_block_content(record["message"]["content"], slot, content)

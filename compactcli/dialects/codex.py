@@ -295,6 +295,8 @@ class CodexDialect(Dialect):
             return []
         return [ToolResult(entry.get("call_id"), -1, entry.get("output"))]  # as in the file
 
+    has_result_copies = True
+
     def result_copies(self, record: dict) -> list[str]:
         copy = ui_copy(record)
         return [copy[2]] if copy is not None and isinstance(copy[2], str) else []

@@ -160,21 +160,28 @@ class MicroIndex:
         record's conversation where the caller knows it already (RecordOrder.add)."""
         if conversation is None:
             conversation = self._tracker.key(record)
-        added: list[ResultFact] = []
         uses, results = self.dialect.scan(record)
         for use in uses:
             self.tool_names.setdefault(use.id, use.name)
-        for use_id in self.dialect.result_copies(record):
-            self.copies.setdefault(use_id, []).append(line)
-            self.copy_count += 1
+        if self.dialect.has_result_copies:
+            for use_id in self.dialect.result_copies(record):
+                self.copies.setdefault(use_id, []).append(line)
+                self.copy_count += 1
+        if not results:
+            return []
+        facts = self.results.get(conversation)
+        if facts is None:
+            facts = self.results[conversation] = []
+        added: list[ResultFact] = []
         for result in results:
             content = result.content
             is_text = isinstance(content, str)
             short = content if is_text and self._may_be_placeholder(content) else None
-            fact = ResultFact(line, result.slot, result.tool_use_id, is_text, content_chars(content), short)
+            chars = len(content) if is_text else content_chars(content)
+            fact = ResultFact(line, result.slot, result.tool_use_id, is_text, chars, short)
             if self.truncate is not None and is_text:
                 fact.truncated = is_truncation(content, self.truncate)
-            self.results.setdefault(conversation, []).append(fact)
+            facts.append(fact)
             added.append(fact)
         return added
 
