@@ -270,7 +270,8 @@ def _apply_order(change: Change) -> int:
 
 def apply(dialect: Dialect, record: dict, clears: Iterable[Change]) -> bool:
     """Make the changes to one record; False when the record is to be dropped."""
-    for slot, value in sorted(clears, key=_apply_order):
+    one = type(clears) is list and len(clears) == 1  # the common case: nothing to sort
+    for slot, value in clears if one else sorted(clears, key=_apply_order):
         if slot == DROP_SLOT:
             return False
         if slot == IMAGE_SLOT:
