@@ -302,6 +302,7 @@ _K8S_JSON_VALUE = re.compile(r'\\?"[^"\\]*\\?"\s*:\s*\\?"(?P<value>[^"\\]+)\\?"'
 
 # No rule matches fewer characters than `://:p@h` (a URL password).
 _SHORTEST_MATCH = 7
+_MAX_PASSES = 4  # at most, over one text (in practice one, or two where a secret was found)
 _ASSIGNMENT_GUARDS = ("key", "secret", "passw", "passphrase", "pwd", "token")
 _PLACEHOLDER_VALUES = frozenset(
     "string str none null nil true false undefined required optional redacted "
@@ -500,6 +501,18 @@ def redact(text: str) -> tuple[str, Counter[str]]:
     counts: Counter[str] = Counter()
     if len(text) < _SHORTEST_MATCH:
         return text, counts
+    # One rule's replacement can uncover a secret another rule's match had hidden (a value glued to a
+    # name that a wider match took first): passes go on until nothing changes, so that redacting the
+    # result again finds nothing. Only texts that held a secret pay a second pass.
+    for _ in range(_MAX_PASSES):
+        redacted = _redact_once(text, counts)
+        if redacted == text:
+            break
+        text = redacted
+    return text, counts
+
+
+def _redact_once(text: str, counts: Counter[str]) -> str:
     for needles, pattern, replace, _ in _BLOCK_RULES:
         if needles[0] in text:
             text = _apply(pattern, replace, text, text, counts)
@@ -529,7 +542,7 @@ def redact(text: str) -> tuple[str, Counter[str]]:
                 new = _apply(fallback, replace, text, text, counts)
         if new is not text:
             text, lowered = new, None
-    return text, counts
+    return text
 
 
 def redact_obj(obj: Any) -> tuple[Any, Counter[str]]:

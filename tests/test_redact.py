@@ -296,6 +296,19 @@ def test_redaction_is_idempotent_on_any_mix(text: str) -> None:
     assert redact(once) == (once, Counter())
 
 
+def test_a_secret_uncovered_by_another_rule_s_replacement_is_redacted_in_the_same_call() -> None:
+    # The prose rule takes "token=" as the password, which frees the assignment after the key run
+    # that the token rule had matched across: one call must redact both, not leave one for a second.
+    text = (
+        "the password is token=\nwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYMTE3NjU0MzIxMDk4NzY1NDMyMQ"
+        '.GaBcDe.abcdefghijklmnopqrstuvwxyz0123456789ABpassword="hunter22"'
+    )
+    once, counts = redact(text)
+    assert "hunter22" not in once
+    assert counts["password"] == 2
+    assert redact(once) == (once, Counter())
+
+
 @pytest.mark.parametrize("prefix", ["AKIA", "ASIA"])  # long-term and temporary (STS) access key ids
 def test_each_aws_key_prefix_on_both_sides_of_its_length(prefix: str) -> None:
     key = prefix + "Q2W3E4R5T6Y7U8I9"  # the prefix and 16 upper-case letters or digits
