@@ -105,15 +105,16 @@ def seed_tokens(messages: Iterable[object]) -> int:
 # --- character classes -----------------------------------------------------------------------------
 
 
-# Each byte becomes a byte naming its class by one bit. Letters and spaces are then counted as the
-# popcount of those bytes read as one integer (several times faster than bytes.count per class).
-_LETTER, _SPACE, _DENSE, _TWO, _SYMBOL, _CJK, _FOUR = (1 << bit for bit in range(7))
-_CONTINUATION = 0x80
+# Each byte becomes a byte naming its class, chosen so that one integer read of the class bytes
+# counts letters and spaces with two popcounts: a letter has one bit set, a space two (one of them
+# its own), a non-ASCII byte one, a dense character none (several times faster than bytes.count per
+# class). Dense characters are zero bytes, so a run of four is four zero bytes.
+_DENSE, _LETTER, _SPACE = 0x00, 0x01, 0x03
+_TWO, _SYMBOL, _CJK, _FOUR, _CONTINUATION = 0x04, 0x08, 0x10, 0x20, 0x80
 _DENSE_RUN = bytes([_DENSE]) * 4
 _ASCII_CLASSES = bytes([_LETTER, _SPACE, _DENSE])
-_SLICE = 1 << 16  # popcounts go slice by slice, so the masks stay small whatever the text's length
-_LETTERS_MASK = int.from_bytes(bytes([_LETTER]) * _SLICE, "little")
-_SPACES_MASK = int.from_bytes(bytes([_SPACE]) * _SLICE, "little")
+_SLICE = 1 << 16  # popcounts go slice by slice, so the mask stays small whatever the text's length
+_SPACES_MASK = int.from_bytes(bytes([_SPACE & ~_LETTER]) * _SLICE, "little")
 
 
 def _class_table() -> bytes:
@@ -146,24 +147,34 @@ _TABLE = _class_table()
 
 def _bytes_cost(raw: bytes) -> float:
     """Tokens for UTF-8 text, from counts of its character classes."""
-    if not raw:
+    size = len(raw)
+    if not size:
         return 0.0
     classes = raw.translate(_TABLE)
-    letters = spaces = 0
-    for start in range(0, len(classes), _SLICE):
-        bits = int.from_bytes(classes[start : start + _SLICE], "little")
-        letters += (bits & _LETTERS_MASK).bit_count()
-        spaces += (bits & _SPACES_MASK).bit_count()
-    cost = LETTER * letters + SPACE * spaces + DENSE_RUN * classes.count(_DENSE_RUN)
+    if size <= _SLICE:
+        bits = int.from_bytes(classes, "little")
+        ones = bits.bit_count()
+        spaces = (bits & _SPACES_MASK).bit_count()
+    else:
+        ones = spaces = 0
+        for start in range(0, size, _SLICE):
+            bits = int.from_bytes(classes[start : start + _SLICE], "little")
+            ones += bits.bit_count()
+            spaces += (bits & _SPACES_MASK).bit_count()
+    runs = classes.count(_DENSE_RUN)
     if raw.isascii():
-        return cost + DENSE * (len(raw) - letters - spaces)
-    # Non-ASCII is usually sparse: count its classes in what is left without the ASCII ones.
+        letters = ones - 2 * spaces
+        return LETTER * letters + SPACE * spaces + DENSE_RUN * runs + DENSE * (size - letters - spaces)
+    # Non-ASCII is usually sparse: count its classes in what is left without the ASCII ones (each of
+    # its bytes has one bit set).
     rest = classes.translate(None, _ASCII_CLASSES)
+    letters = ones - 2 * spaces - len(rest)
+    cost = LETTER * letters + SPACE * spaces + DENSE_RUN * runs
+    dense = size - len(rest) - letters - spaces
     two = rest.count(_TWO)
     symbol = rest.count(_SYMBOL)
     cjk = rest.count(_CJK)
     four = rest.count(_FOUR)
-    dense = len(raw) - len(rest) - letters - spaces
     return cost + DENSE * dense + TWO_BYTE * two + SYMBOL * symbol + CJK * cjk + FOUR_BYTE * four
 
 

@@ -248,6 +248,64 @@ def full_message() -> list[dict]:
     ]
 
 
+def rule_cost(text: str) -> float:
+    """The character-class rule of tokens.py read literally, one character at a time: the reference
+    the byte-level counting (translate, popcounts, bytes.count) must equal exactly."""
+    letters = spaces = dense = runs = two = symbol = cjk = four = 0
+    run = 0  # dense characters since the last run of four was counted
+    for char in text:
+        code = ord(char)
+        if code < 128 and not char.isalpha() and not (char.isspace() and char != "\n"):
+            dense += 1
+            run += 1
+            if run == 4:
+                runs += 1
+                run = 0
+            continue
+        run = 0
+        if code < 128:
+            letters += char.isalpha()
+            spaces += not char.isalpha()
+        elif code < 0x800:
+            two += 1
+        elif code < 0x3000 or 0xE000 <= code < 0xF000:
+            symbol += 1
+        elif code < 0x10000:
+            cjk += 1  # the surrogates (U+D800-U+DFFF) too, as surrogatepass writes them
+        else:
+            four += 1
+    return (
+        tokens.LETTER * letters
+        + tokens.SPACE * spaces
+        + tokens.DENSE_RUN * runs
+        + tokens.DENSE * dense
+        + tokens.TWO_BYTE * two
+        + tokens.SYMBOL * symbol
+        + tokens.CJK * cjk
+        + tokens.FOUR_BYTE * four
+    )
+
+
+# Characters of every class, with dense runs and class changes common.
+class_text = st.text(
+    st.sampled_from('ab Z\t\n\r\x0b\x1f.:=-{}0"\\\x00\x7f') | st.characters(blacklist_categories=()),
+    max_size=200,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(class_text)
+def test_text_cost_equals_the_rule(text: str) -> None:
+    assert tokens._text_cost(text) == rule_cost(text)
+
+
+@settings(max_examples=30, deadline=None)
+@given(class_text.filter(bool))
+def test_text_cost_of_long_text_equals_the_rule(piece: str) -> None:
+    text = piece * (70_000 // len(piece) + 1)  # past the 64 KiB slices the popcounts go by
+    assert tokens._text_cost(text) == rule_cost(text)
+
+
 def test_categories_add_up() -> None:
     messages = full_message()
     counter = HeuristicCounter()
