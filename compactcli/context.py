@@ -31,7 +31,13 @@ from typing import Any
 from compactcli import tokens as tok
 from compactcli.cache import cache_dir
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
-from compactcli.layers.estimate import HeavyResult, TopResults, UsageTracker
+from compactcli.layers.estimate import (
+    HeavyResult,
+    TopResults,
+    UsageTracker,
+    recorded_context,
+    recorded_output,
+)
 from compactcli.layers.micro import MicroIndex, MicroOptions, cleared
 
 METHODS = ("auto", "seed", "heuristic", "api", "usage")
@@ -105,12 +111,11 @@ def _thinking_persists(model: object) -> bool:
 class _Conversation:
     """One conversation's active context and what is counted over it."""
 
-    def __init__(self, method: str, detail: bool, top: int, start: int) -> None:
+    def __init__(self, method: str, heuristic: bool, top: int, start: int) -> None:
         self.start = start  # line where the active context starts (0: the top of the file)
         self.messages = 0
         self.tool_results = 0
         self.seed = tok.SeedCounter() if method == "seed" else None
-        heuristic = method in ("heuristic", "auto") or detail
         self.heuristic = tok.HeuristicCounter() if heuristic else None
         self.sent: list[dict] | None = [] if method == "api" else None
         self.usage = UsageTracker() if method in ("usage", "auto") else None
@@ -119,12 +124,43 @@ class _Conversation:
         self.tool_names: dict[str, str] = {}
 
 
+# What counting needs of one record, read from it once (ContextCounter.summarize), so that a file whose
+# conversation is not in file order (Claude Code's parentUuid chain) is parsed once and its summaries
+# counted in the conversation's order. Plain tuples: one per record, a named tuple would cost more than
+# the counting it saves.
+#   Sent:    (costs, starts_turn, message) of what the model is sent: costs by category (tokens.
+#            message_costs; None without the heuristic), the message itself for api only (else None)
+#   Top:     ((tool_use_id, name) of its tool uses, (tokens, tool_use_id) of its tool results), --top only
+#   Message: (synthetic, tool_results, keeps_thinking, seed_length, sent, top): keeps_thinking
+#            None when the message names no model; sent None when nothing is counted of it
+#   Summary: (side, compaction, restarted, usage, call, message, seen, instructions): restarted, the
+#            Messages a BOUNDARY starts the context with; usage (context, output, call_id) recorded on the
+#            record; call, Dialect.recorded_call; seen and instructions, Sents
+Sent = tuple[list[float] | None, bool, dict | None]
+Top = tuple[tuple[tuple[str, str], ...], tuple[tuple[int, object], ...]]
+Message = tuple[bool, int, bool | None, int, Sent | None, Top | None]
+Summary = tuple[
+    bool,
+    str | None,
+    tuple[Message, ...],
+    tuple[int, int, object] | None,
+    tuple[int, int, object] | None,
+    Message | None,
+    Sent | None,
+    Sent | None,
+]
+
+
 class ContextCounter:
     """Feed every record of one file in order with :meth:`add`; read the counts at any time.
 
     `detail` also keeps the heuristic's split by category when another method gives the total;
     `top` keeps the N heaviest tool results (heuristic tokens). `model` and `cache` are for
     `api`; the client is made on the first count that is not in the cache.
+
+    :meth:`add` is :meth:`summarize` then :meth:`add_summary`; a file read out of order may summarize
+    its records in file order and add the summaries in the conversation's (not with `top`, whose micro
+    index takes the records themselves in order).
     """
 
     def __init__(
@@ -153,60 +189,148 @@ class ContextCounter:
         # heuristic counts; auto's default is the dialect's measured one.
         default = dialect.default_overhead if method == "auto" else 0
         self.overhead = overhead if overhead is not None else default
+        self._heuristic = method in ("heuristic", "auto") or detail
+        self._usage = method in ("usage", "auto")
         self._main = self._new(0)
         # Sub-agent records count only while no main-conversation message has been seen.
-        sides = dialect.has_side_conversations
+        sides = self._sides = dialect.has_side_conversations
         self._side: _Conversation | None = self._new(0) if sides else None
         self._has_main = not sides
         self._api_tokens: int | None = None
-        self._instructions: dict | None = None
+        self._instructions: Sent | None = None
         # --top lists only what micro would clear (with its default options): micro's own index decides
         self._micro = MicroIndex(dialect) if top else None
         self._micro_options = micro or MicroOptions()
 
     def _new(self, start: int) -> _Conversation:
-        return _Conversation(self.method, self.detail, self.top_size, start)
+        return _Conversation(self.method, self._heuristic, self.top_size, start)
 
     # -- feeding ----------------------------------------------------------------------------
+
+    @property
+    def summarizes(self) -> bool:
+        """Whether summaries may be added out of file order (see the class)."""
+        return self._micro is None
 
     def add(self, record: dict, line: int = 0) -> None:
         """One parsed record; `line` (1-based) names tool results in :attr:`top`."""
         if self._micro is not None:
             self._micro.add(line, record)
+        if self._has_main and self._sides and self.dialect.is_side(record):
+            return  # a sub-agent's record once the main conversation is known: never counted
+        summary = self.summarize(record)
+        if summary is not None:
+            self.add_summary(summary, line)
+
+    def summarize(self, record: dict) -> Summary | None:
+        """What counting needs of `record` (see Summary); None for a record that changes no count."""
         dialect = self.dialect
-        if dialect.is_side(record):
+        side = dialect.is_side(record)
+        compaction = dialect.compaction(record)
+        if compaction == BOUNDARY:
+            restarted = tuple(
+                self._message(entry, message)
+                for entry in dialect.restarted_with(record)  # what the new context starts with
+                if (message := dialect.message(entry)) is not None
+            )
+            return side, compaction, restarted, None, None, None, None, None
+        usage = call = None
+        if self._usage:
+            recorded = dialect.usage(record)
+            context = recorded_context(recorded) if recorded is not None else 0
+            if context:
+                assert recorded is not None
+                usage = context, recorded_output(recorded), dialect.call_id(record)
+            call = dialect.recorded_call(record)
+        message = dialect.message(record)
+        if message is not None:
+            return side, compaction, (), usage, call, self._message(record, message), None, None
+        seen = dialect.seen_by_model(record)
+        instructions = dialect.instructions(record)
+        if usage is None and call is None and seen is None and instructions is None:
+            return None
+        return (
+            side,
+            compaction,
+            (),
+            usage,
+            call,
+            None,
+            None if seen is None else self._sent(seen),
+            None if instructions is None else self._sent({"role": "system", "content": instructions}),
+        )
+
+    def _sent(self, message: dict) -> Sent:
+        if not self._heuristic:
+            return None, False, message if self.method == "api" else None
+        costs = tok.message_costs(message)
+        return costs, tok.starts_turn(message), message if self.method == "api" else None
+
+    def _message(self, record: dict, message: dict) -> Message:
+        dialect = self.dialect
+        seed_length = len(repr(message)) if self.method == "seed" else 0  # the message exactly as in the file
+        keeps_thinking = None
+        tool_results = 0
+        if message.get("role") != "assistant":  # results are in user (or OpenAI tool) messages
+            tool_results = len(dialect.tool_results(record))
+        elif dialect.is_synthetic(record):  # an error notice: never sent to the model
+            return True, 0, None, seed_length, None, None
+        elif "model" in message:
+            keeps_thinking = _thinking_persists(message.get("model"))
+        if not (self._heuristic or self.method == "api" or self.top_size):
+            return False, tool_results, keeps_thinking, seed_length, None, None
+        normalized = dialect.normalize(record)
+        if normalized is None:
+            return False, tool_results, keeps_thinking, seed_length, None, None
+        top = self._top(record, normalized) if self.top_size else None
+        kept = normalized if self.method == "api" else None
+        if not self._heuristic:
+            return False, tool_results, keeps_thinking, seed_length, (None, False, kept), top
+        sent = tok.message_costs(normalized), tok.starts_turn(normalized), kept
+        return False, tool_results, keeps_thinking, seed_length, sent, top
+
+    def _top(self, record: dict, normalized: dict) -> Top:
+        names = tuple((use.id, use.name) for use in self.dialect.tool_uses(record))
+        content = normalized.get("content")
+        results = []
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    cost = tok.message_tokens({"role": "user", "content": [block]})
+                    results.append((cost["tool_results"] + cost["images"], block.get("tool_use_id")))
+        return names, tuple(results)
+
+    def add_summary(self, summary: Summary, line: int = 0) -> None:
+        """A record's :meth:`summarize` (not None), at its place in the conversation."""
+        side, compaction, restarted, usage, call, message, seen, instructions = summary
+        if side:
             if self._has_main:
                 return
             conversation = self._side
         else:
             conversation = self._main
         assert conversation is not None
-        compaction = dialect.compaction(record)
         if compaction == BOUNDARY:
             conversation = self._restart(conversation, line)
-            for entry in dialect.restarted_with(record):  # what the new context starts with
-                if (message := dialect.message(entry)) is not None:
-                    self._add(conversation, entry, message, line)
+            for entry in restarted:
+                self._add(conversation, entry, line)
             return
-        if conversation.usage is not None:
-            calls = conversation.usage.calls
-            usage = dialect.usage(record)
+        tracker = conversation.usage
+        if tracker is not None:
+            calls = tracker.calls
             if usage is not None:
-                conversation.usage.add(usage, dialect.call_id(record))
-            call = dialect.recorded_call(record)
+                tracker.add_context(*usage)
             if call is not None:
-                conversation.usage.add_call(*call)
-            if conversation.heuristic is not None and (call is not None or conversation.usage.calls != calls):
+                tracker.add_call(*call)
+            if conversation.heuristic is not None and (call is not None or tracker.calls != calls):
                 conversation.at_call = conversation.heuristic.tokens  # what the recorded call was sent
-        message = dialect.message(record)
         if message is None:
-            seen = dialect.seen_by_model(record)
             if seen is not None:
-                self._add_seen(conversation, seen)
-            instructions = dialect.instructions(record)
+                # Not a message of the conversation (seed counts message objects only), but sent to the model.
+                self._add_sent(conversation, seen)
             if instructions is not None:
-                self._instructions = {"role": "system", "content": instructions}
-                self._add_instructions(conversation)
+                self._instructions = instructions
+                self._add_sent(conversation, instructions)
             return
         # Right after a boundary the context has already started anew, at the boundary.
         fresh = conversation.start and not conversation.messages
@@ -215,27 +339,20 @@ class ContextCounter:
         if conversation is self._main and not self._has_main:
             self._has_main = True
             self._side = None
-        self._add(conversation, record, message, line)
+        self._add(conversation, message, line)
 
-    def _add_seen(self, conversation: _Conversation, message: dict) -> None:
-        # Not a message of the conversation (seed counts message objects only), but sent to the model.
-        if conversation.heuristic is not None:
-            conversation.heuristic.add(message)
-        if conversation.sent is not None:
+    def _add_sent(self, conversation: _Conversation, sent: Sent) -> None:
+        costs, new_turn, message = sent
+        if costs is not None and conversation.heuristic is not None:
+            conversation.heuristic.add_costs(costs, new_turn)
+        if message is not None and conversation.sent is not None:
             conversation.sent.append(message)
-
-    def _add_instructions(self, conversation: _Conversation) -> None:
-        # Sent with every call, not a message: counted by the heuristic and api, not by seed.
-        if self._instructions is None:
-            return
-        if conversation.heuristic is not None:
-            conversation.heuristic.add(self._instructions)
-        if conversation.sent is not None:
-            conversation.sent.append(self._instructions)
 
     def _restart(self, conversation: _Conversation, line: int) -> _Conversation:
         fresh = self._new(line)
-        self._add_instructions(fresh)
+        if self._instructions is not None:
+            # Sent with every call, not a message: counted by the heuristic and api, not by seed.
+            self._add_sent(fresh, self._instructions)
         if conversation is self._main:
             self._main = fresh
         else:
@@ -243,40 +360,29 @@ class ContextCounter:
         self._api_tokens = None
         return fresh
 
-    def _add(self, conv: _Conversation, record: dict, message: dict, line: int) -> None:
+    def _add(self, conv: _Conversation, message: Message, line: int) -> None:
+        synthetic, tool_results, keeps_thinking, seed_length, sent, top = message
         conv.messages += 1
         self._api_tokens = None
         if conv.seed is not None:
-            conv.seed.add(message)  # every message record, exactly as in the file
-        if message.get("role") != "assistant":  # results are in user (or OpenAI tool) messages
-            conv.tool_results += len(self.dialect.tool_results(record))
-        elif self.dialect.is_synthetic(record):
-            return  # an error notice: never sent to the model
-        elif conv.heuristic is not None and "model" in message:
-            conv.heuristic.keep_thinking = _thinking_persists(message.get("model"))
-        if conv.heuristic is None and conv.sent is None and conv.top is None:
+            conv.seed.add_repr_length(seed_length)  # every message record, exactly as in the file
+        conv.tool_results += tool_results
+        if synthetic:
             return
-        normalized = self.dialect.normalize(record)
-        if normalized is None:
+        if keeps_thinking is not None and conv.heuristic is not None:
+            conv.heuristic.keep_thinking = keeps_thinking
+        if sent is None:
             return
-        if conv.heuristic is not None:
-            conv.heuristic.add(normalized)
-        if conv.sent is not None:
+        costs, new_turn, normalized = sent
+        if costs is not None and conv.heuristic is not None:
+            conv.heuristic.add_costs(costs, new_turn)
+        if normalized is not None and conv.sent is not None:
             conv.sent.append(normalized)
-        if conv.top is not None:
-            self._track_top(conv, record, normalized, line)
-
-    def _track_top(self, conv: _Conversation, record: dict, normalized: dict, line: int) -> None:
-        for use in self.dialect.tool_uses(record):
-            conv.tool_names[use.id] = use.name
-        content = normalized.get("content")
-        if not isinstance(content, list):
-            return
-        assert conv.top is not None
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                cost = tok.message_tokens({"role": "user", "content": [block]})
-                conv.top.add(cost["tool_results"] + cost["images"], line, block.get("tool_use_id"))
+        if top is not None and conv.top is not None:
+            names, results = top
+            conv.tool_names.update(names)
+            for tokens, tool_use_id in results:
+                conv.top.add(tokens, line, tool_use_id)
 
     # -- results ----------------------------------------------------------------------------
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-from compactcli.context import ContextCounter, TokenCache
+from compactcli.context import ContextCounter, Summary, TokenCache
+from compactcli.dialects.base import RecordOrder
 from compactcli.errors import CHECK_FAILED, OK
 from compactcli.layers.estimate import is_over, share
 from compactcli.layers.micro import MicroOptions
 from compactcli.report import Outcome
-from compactcli.transcript import ConversationLines, dialect_for, open_input
+from compactcli.transcript import ConversationLines, dialect_for, open_input, read_lines
 
 OUTPUT_FORMATS = ("table", "json", "csv", "github")
 UNDER, OVER, NO_USAGE = "ok", "over", "no-usage"
@@ -39,13 +40,18 @@ def estimate_stream(
     counter = ContextCounter(
         dialect, method, detail=True, top=top, micro=micro, model=model, cache=cache, overhead=overhead
     )
-    unreadable = 0
-    reader = ConversationLines(source, path, on_invalid, dialect)
-    for line in reader:
-        if line.record is not None:
-            counter.add(line.record, line.number)
-        elif line.raw.strip():
-            unreadable += 1  # passed over with --on-invalid keep
+    order = dialect.new_order() if counter.summarizes else None
+    if order is None:
+        unreadable = 0
+        reader = ConversationLines(source, path, on_invalid, dialect)
+        for line in reader:
+            if line.record is not None:
+                counter.add(line.record, line.number)
+            elif line.raw.strip():
+                unreadable += 1  # passed over with --on-invalid keep
+        lines, size = reader.lines, reader.size
+    else:
+        lines, size, unreadable = _count_once(counter, order, source, path, on_invalid)
     tokens = counter.tokens
     stats: dict = {
         "dialect": dialect.name,
@@ -54,8 +60,8 @@ def estimate_stream(
         "by_category": counter.by_category,
         "messages": counter.messages,
         "tool_results": counter.tool_results,
-        "bytes": reader.size,
-        "lines": reader.lines,
+        "bytes": size,
+        "lines": lines,
         "conversation": counter.conversation,
         "active_from": counter.start_line or None,
         "unreadable_lines": unreadable,
@@ -76,6 +82,34 @@ def estimate_stream(
     if is_over(tokens, max_tokens):
         return Outcome(path, OVER, CHECK_FAILED, f"{tokens:,} tokens > {max_tokens:,}", stats)
     return Outcome(path, UNDER, OK, "", stats)
+
+
+def _count_once(
+    counter: ContextCounter, order: RecordOrder, source: BinaryIO, path: str, on_invalid: str
+) -> tuple[int, int, int]:
+    """Count a file whose conversations are not in file order (ConversationLines' order) reading it once:
+    each record is summarized as it is read and the summaries are counted in the conversations' order,
+    instead of parsing the records again. Memory: one small tuple per record that counts.
+    Returns the file's lines, bytes and unreadable lines."""
+    summaries: list[Summary] = []  # the order carries a record's index here in place of its offset
+    size = unreadable = number = 0
+    for line in read_lines(source, path, on_invalid):
+        number = line.number
+        size += len(line.raw)
+        record = line.record
+        if record is None:
+            unreadable += bool(line.raw.strip())  # passed over with --on-invalid keep
+            continue
+        summary = counter.summarize(record)
+        if summary is None:
+            order.add(number, -1, record)
+        else:
+            order.add(number, len(summaries), record)
+            summaries.append(summary)
+    for line_number, index in order.order():
+        if index >= 0:
+            counter.add_summary(summaries[index], line_number)
+    return number, size, unreadable
 
 
 def estimate_file(item: str, **options) -> Outcome:

@@ -77,7 +77,11 @@ class SeedCounter:
         self._count = 0
 
     def add(self, message: object) -> None:
-        self._reprs += len(repr(message))
+        self.add_repr_length(len(repr(message)))
+
+    def add_repr_length(self, length: int) -> None:
+        """A message given by the length of its repr."""
+        self._reprs += length
         self._count += 1
 
     def reset(self) -> None:
@@ -338,15 +342,27 @@ def _document_cost(block: dict, acc: list[float]) -> None:
 # --- heuristic -----------------------------------------------------------------------------------
 
 
+# The cost of each tool name seen: a session calls a few tools thousands of times.
+_NAME_COSTS: dict[str, float] = {}
+_NAME_COSTS_MAX = 4096
+
+
+def _name_cost(name: object) -> float:
+    if name.__class__ is not str:
+        return _text_cost(name)
+    cost = _NAME_COSTS.get(name)  # type: ignore[call-overload]
+    if cost is None:
+        cost = _text_cost(name)
+        if len(_NAME_COSTS) < _NAME_COSTS_MAX:
+            _NAME_COSTS[name] = cost  # type: ignore[index]
+    return cost
+
+
 def _tool_use_cost(block: dict) -> float:
     tool_input = block.get("input")
     params = len(tool_input) if isinstance(tool_input, dict) else 1
-    return (
-        TOOL_USE_OVERHEAD
-        + TOOL_PARAM_OVERHEAD * params
-        + _text_cost(block.get("name"))
-        + _json_cost(tool_input)
-    )
+    framing = TOOL_USE_OVERHEAD + TOOL_PARAM_OVERHEAD * params
+    return framing + _name_cost(block.get("name")) + _json_cost(tool_input)
 
 
 def _content_cost(content: Any, acc: list[float], category: int) -> None:
@@ -371,7 +387,11 @@ def _content_cost(content: Any, acc: list[float], category: int) -> None:
                 acc[category] += _text_cost(text)
         elif kind == "tool_result":
             acc[_TOOL_OUT] += TOOL_RESULT_OVERHEAD
-            _content_cost(block.get("content"), acc, _TOOL_OUT)
+            result = block.get("content")
+            if result.__class__ is str:  # the common case, without the recursion
+                acc[_TOOL_OUT] += _text_cost(result)
+            else:
+                _content_cost(result, acc, _TOOL_OUT)
         elif kind in ("tool_use", "server_tool_use"):
             acc[_TOOL_IN] += _tool_use_cost(block)
         elif kind == "thinking":
@@ -390,7 +410,8 @@ def _content_cost(content: Any, acc: list[float], category: int) -> None:
             acc[category] += _json_cost(block)
 
 
-def _costs(message: object) -> list[float]:
+def message_costs(message: object) -> list[float]:
+    """Unrounded tokens of one normalized message, by category (in the order of CATEGORIES)."""
     acc = [float(MESSAGE_OVERHEAD), 0.0, 0.0, 0.0, 0.0]
     content = message.get("content") if isinstance(message, dict) else message
     _content_cost(content, acc, _TEXT)
@@ -399,7 +420,8 @@ def _costs(message: object) -> list[float]:
 
 def message_tokens(message: dict) -> dict[str, int]:
     """Estimated input tokens of one normalized message, by category (see CATEGORIES)."""
-    return {name: max(0, round(value)) for name, value in zip(CATEGORIES, _costs(message), strict=True)}
+    costs = message_costs(message)
+    return {name: max(0, round(value)) for name, value in zip(CATEGORIES, costs, strict=True)}
 
 
 def starts_turn(message: dict) -> bool:
@@ -442,17 +464,23 @@ class HeuristicCounter:
         self._turn_thinking = 0.0
 
     def add(self, message: dict) -> None:
-        costs = _costs(message)
+        self.add_costs(message_costs(message), starts_turn(message))
+
+    def add_costs(self, costs: list[float], new_turn: bool) -> None:
+        """A message already priced: its :func:`message_costs`, and whether it starts a turn."""
         # Track the current turn's thinking either way, so keep_thinking may change mid-way
         # (a session whose model changes).
-        if starts_turn(message):
+        if new_turn:
             if not self.keep_thinking:
                 self._totals[_THINK] -= self._turn_thinking
             self._turn_thinking = 0.0
         self._turn_thinking += costs[_THINK]
         totals = self._totals
-        for index, value in enumerate(costs):
-            totals[index] += value
+        totals[0] += costs[0]  # unrolled over CATEGORIES: a loop costs more than the additions
+        totals[1] += costs[1]
+        totals[2] += costs[2]
+        totals[3] += costs[3]
+        totals[4] += costs[4]
 
     def reset(self) -> None:
         self._totals = [0.0] * len(CATEGORIES)

@@ -22,6 +22,12 @@ def recorded_context(usage: object) -> int:
     return sum(v for k in USAGE_KEYS if isinstance(v := usage.get(k), int))
 
 
+def recorded_output(usage: dict) -> int:
+    """The output tokens a model call's `usage` records (0 when it records none)."""
+    output = usage.get("output_tokens")
+    return output if isinstance(output, int) else 0
+
+
 @dataclass
 class UsageTracker:
     """The usage recorded on assistant messages, fed in file order.
@@ -39,14 +45,16 @@ class UsageTracker:
     def add(self, usage: dict, call_id: object) -> None:
         """The usage recorded on one record of the model call `call_id` (Dialect.usage, call_id)."""
         context = recorded_context(usage)
-        if not context:
-            return
+        if context:
+            self.add_context(context, recorded_output(usage), call_id)
+
+    def add_context(self, context: int, output: int, call_id: object) -> None:
+        """`add` with the usage already read: its recorded_context (not 0) and recorded_output."""
         if call_id is None or call_id != self._call_id:
             self.calls += 1
             self._output_done += self._output_open
             self._call_id = call_id
-        output = usage.get("output_tokens") if isinstance(usage, dict) else None
-        self._output_open = output if isinstance(output, int) else 0
+        self._output_open = output
         self.last = context
 
     def add_call(self, context: int, output: int, key: object) -> None:
