@@ -40,8 +40,10 @@ def estimate_stream(
     counter = ContextCounter(
         dialect, method, detail=True, top=top, micro=micro, model=model, cache=cache, overhead=overhead
     )
-    order = dialect.new_order() if counter.summarizes else None
-    if order is None:
+    order = dialect.new_order()
+    if order is None or counter.summarizes:
+        lines, size, unreadable = _read_once(counter, order, source, path, on_invalid)
+    else:  # --top on a log out of file order: micro's index takes the records themselves, in order
         unreadable = 0
         reader = ConversationLines(source, path, on_invalid, dialect)
         for line in reader:
@@ -50,8 +52,6 @@ def estimate_stream(
             elif line.raw.strip():
                 unreadable += 1  # passed over with --on-invalid keep
         lines, size = reader.lines, reader.size
-    else:
-        lines, size, unreadable = _count_once(counter, order, source, path, on_invalid)
     tokens = counter.tokens
     stats: dict = {
         "dialect": dialect.name,
@@ -84,14 +84,17 @@ def estimate_stream(
     return Outcome(path, UNDER, OK, "", stats)
 
 
-def _count_once(
-    counter: ContextCounter, order: RecordOrder, source: BinaryIO, path: str, on_invalid: str
+def _read_once(
+    counter: ContextCounter, order: RecordOrder | None, source: BinaryIO, path: str, on_invalid: str
 ) -> tuple[int, int, int]:
-    """Count a file whose conversations are not in file order (ConversationLines' order) reading it once:
-    each record is summarized as it is read and the summaries are counted in the conversations' order,
-    instead of parsing the records again. Memory: one small tuple per record that counts.
-    Returns the file's lines, bytes and unreadable lines."""
-    summaries: list[Summary] = []  # the order carries a record's index here in place of its offset
+    """Count a file reading it once; returns its lines, bytes and unreadable lines.
+
+    Records in file order are counted as they are read. When the conversations have an order of their
+    own (`order`: ConversationLines' order), each record is summarized as it is read and the summaries are
+    counted in the conversations' order, instead of parsing the records a second time. Memory: one small
+    tuple per record that counts.
+    """
+    summaries: list[Summary] = []  # `order` carries a record's index here in place of its offset
     size = unreadable = number = 0
     for line in read_lines(source, path, on_invalid):
         number = line.number
@@ -99,16 +102,17 @@ def _count_once(
         record = line.record
         if record is None:
             unreadable += bool(line.raw.strip())  # passed over with --on-invalid keep
-            continue
-        summary = counter.summarize(record)
-        if summary is None:
-            order.add(number, -1, record)
-        else:
+        elif order is None:
+            counter.add(record, number)
+        elif (summary := counter.summarize(record)) is not None:
             order.add(number, len(summaries), record)
             summaries.append(summary)
-    for line_number, index in order.order():
-        if index >= 0:
-            counter.add_summary(summaries[index], line_number)
+        else:
+            order.add(number, -1, record)
+    if order is not None:
+        for line_number, index in order.order():
+            if index >= 0:
+                counter.add_summary(summaries[index], line_number)
     return number, size, unreadable
 
 

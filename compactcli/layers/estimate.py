@@ -19,7 +19,12 @@ def recorded_context(usage: object) -> int:
     """The context a model call saw, from its `usage`: input plus cache writes and reads."""
     if not isinstance(usage, dict):
         return 0
-    return sum(v for k in USAGE_KEYS if isinstance(v := usage.get(k), int))
+    total = 0
+    for key in USAGE_KEYS:  # a loop, not sum() over a generator: it runs for every response
+        value = usage.get(key)
+        if isinstance(value, int):
+            total += value
+    return total
 
 
 def recorded_output(usage: dict) -> int:
