@@ -151,6 +151,11 @@ Summary = tuple[
 ]
 
 
+def is_main_message(summary: Summary) -> bool:
+    """Whether the summarized record is a message of the main conversation (not a sub-agent's)."""
+    return not summary[0] and summary[5] is not None
+
+
 class ContextCounter:
     """Feed every record of one file in order with :meth:`add`; read the counts at any time.
 

@@ -105,3 +105,23 @@ def test_each_line_is_parsed_once(monkeypatch: pytest.MonkeyPatch, fixture: str)
     assert sorted(parsed) == list(range(1, lines + 1))
     assert stats["lines"] == lines
     assert stats["messages"] == read_twice(path, "auto").messages
+
+
+def test_sub_agent_records_count_when_the_main_messages_are_all_abandoned(tmp_path: Path) -> None:
+    # The main conversation's only message is on a branch the chain leaves out (its last leaf is a system
+    # record of a tree of its own): the sub-agent records read after it are the conversation after all.
+    records = [
+        {"type": "user", "uuid": "a", "parentUuid": None, "message": {"role": "user", "content": "hi there"}},
+        {"type": "user", "uuid": "s1", "parentUuid": None, "isSidechain": True,
+         "message": {"role": "user", "content": "side words"}},
+        {"type": "assistant", "uuid": "s2", "parentUuid": "s1", "isSidechain": True,
+         "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "an answer"}]}},
+        {"type": "system", "uuid": "b", "parentUuid": None, "content": "a note"},
+    ]  # fmt: skip
+    path = write(tmp_path, records)
+    stats = estimate_file(str(path), method="heuristic", fmt=None, on_invalid="error", max_tokens=None,
+                          use_cache=False).stats  # fmt: skip
+    reference = read_twice(path, "heuristic")
+    assert (stats["conversation"], stats["messages"]) == ("sidechain", 2) == (reference.conversation, 2)
+    assert stats["tokens"] == reference.tokens
+    assert stats["lines"] == 4
