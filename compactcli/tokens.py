@@ -22,6 +22,7 @@ import re
 import struct
 from collections.abc import Iterable
 from typing import Any
+from zlib import adler32
 
 import orjson
 
@@ -109,16 +110,15 @@ def seed_tokens(messages: Iterable[object]) -> int:
 # --- character classes -----------------------------------------------------------------------------
 
 
-# Each byte becomes a byte naming its class, chosen so that one integer read of the class bytes
-# counts letters and spaces with two popcounts: a letter has one bit set, a space two (one of them
-# its own), a non-ASCII byte one, a dense character none (several times faster than bytes.count per
-# class). Dense characters are zero bytes, so a run of four is four zero bytes.
-_DENSE, _LETTER, _SPACE = 0x00, 0x01, 0x03
-_TWO, _SYMBOL, _CJK, _FOUR, _CONTINUATION = 0x04, 0x08, 0x10, 0x20, 0x80
+# Each byte becomes a byte naming its class: the sum of the class bytes (zlib's adler32 sums bytes
+# many times faster than anything else in the standard library) is letters + 2 x spaces + the non-ASCII
+# bytes' codes, and a second translation to 1 for letters, 0 else, sums to the letters. Dense characters
+# are zero bytes, so a run of four is four zero bytes.
+_DENSE, _LETTER, _SPACE, _TWO, _SYMBOL, _CJK, _FOUR, _CONTINUATION = range(8)
 _DENSE_RUN = bytes([_DENSE]) * 4
 _ASCII_CLASSES = bytes([_LETTER, _SPACE, _DENSE])
-_SLICE = 1 << 16  # popcounts go slice by slice, so the mask stays small whatever the text's length
-_SPACES_MASK = int.from_bytes(bytes([_SPACE & ~_LETTER]) * _SLICE, "little")
+# adler32's byte sum is modulo 65521: slices this long keep it exact.
+_SUM_SLICE = 65520 // _CONTINUATION
 
 
 def _class_table() -> bytes:
@@ -147,6 +147,16 @@ def _class_table() -> bytes:
 
 
 _TABLE = _class_table()
+_LETTERS = bytes(int(code == _LETTER) for code in _TABLE)
+
+
+def _byte_sum(data: bytes) -> int:
+    if len(data) <= _SUM_SLICE:
+        return (adler32(data) & 0xFFFF) - 1
+    view = memoryview(data)
+    return sum(
+        (adler32(view[start : start + _SUM_SLICE]) & 0xFFFF) - 1 for start in range(0, len(data), _SUM_SLICE)
+    )
 
 
 def _bytes_cost(raw: bytes) -> float:
@@ -155,30 +165,23 @@ def _bytes_cost(raw: bytes) -> float:
     if not size:
         return 0.0
     classes = raw.translate(_TABLE)
-    if size <= _SLICE:
-        bits = int.from_bytes(classes, "little")
-        ones = bits.bit_count()
-        spaces = (bits & _SPACES_MASK).bit_count()
-    else:
-        ones = spaces = 0
-        for start in range(0, size, _SLICE):
-            bits = int.from_bytes(classes[start : start + _SLICE], "little")
-            ones += bits.bit_count()
-            spaces += (bits & _SPACES_MASK).bit_count()
+    weighted = _byte_sum(classes)
+    letters = _byte_sum(raw.translate(_LETTERS))
     runs = classes.count(_DENSE_RUN)
     if raw.isascii():
-        letters = ones - 2 * spaces
+        spaces = (weighted - letters) >> 1
         return LETTER * letters + SPACE * spaces + DENSE_RUN * runs + DENSE * (size - letters - spaces)
-    # Non-ASCII is usually sparse: count its classes in what is left without the ASCII ones (each of
-    # its bytes has one bit set).
+    # Non-ASCII is usually sparse: count its classes in what is left without the ASCII ones.
     rest = classes.translate(None, _ASCII_CLASSES)
-    letters = ones - 2 * spaces - len(rest)
-    cost = LETTER * letters + SPACE * spaces + DENSE_RUN * runs
-    dense = size - len(rest) - letters - spaces
     two = rest.count(_TWO)
     symbol = rest.count(_SYMBOL)
     cjk = rest.count(_CJK)
     four = rest.count(_FOUR)
+    continuation = len(rest) - two - symbol - cjk - four
+    non_ascii = _TWO * two + _SYMBOL * symbol + _CJK * cjk + _FOUR * four + _CONTINUATION * continuation
+    spaces = (weighted - non_ascii - letters) >> 1
+    dense = size - len(rest) - letters - spaces
+    cost = LETTER * letters + SPACE * spaces + DENSE_RUN * runs
     return cost + DENSE * dense + TWO_BYTE * two + SYMBOL * symbol + CJK * cjk + FOUR_BYTE * four
 
 
