@@ -196,6 +196,7 @@ class ContextCounter:
         self.overhead = overhead if overhead is not None else default
         self._heuristic = method in ("heuristic", "auto") or detail
         self._usage = method in ("usage", "auto")
+        self._seed, self._api = method == "seed", method == "api"
         self._main = self._new(0)
         # Sub-agent records count only while no main-conversation message has been seen.
         sides = self._sides = dialect.has_side_conversations
@@ -230,7 +231,7 @@ class ContextCounter:
     def summarize(self, record: dict) -> Summary | None:
         """What counting needs of `record` (see Summary); None for a record that changes no count."""
         dialect = self.dialect
-        side = dialect.is_side(record)
+        side = self._sides and dialect.is_side(record)
         compaction = dialect.compaction(record)
         if compaction == BOUNDARY:
             restarted = tuple(
@@ -267,13 +268,13 @@ class ContextCounter:
 
     def _sent(self, message: dict) -> Sent:
         if not self._heuristic:
-            return None, False, message if self.method == "api" else None
+            return None, False, message if self._api else None
         costs = tok.message_costs(message)
-        return costs, tok.starts_turn(message), message if self.method == "api" else None
+        return costs, tok.starts_turn(message), message if self._api else None
 
     def _message(self, record: dict, message: dict) -> Message:
         dialect = self.dialect
-        seed_length = len(repr(message)) if self.method == "seed" else 0  # the message exactly as in the file
+        seed_length = len(repr(message)) if self._seed else 0  # the message exactly as in the file
         keeps_thinking = None
         tool_results = 0
         if message.get("role") != "assistant":  # results are in user (or OpenAI tool) messages
@@ -282,13 +283,13 @@ class ContextCounter:
             return True, 0, None, seed_length, None, None
         elif "model" in message:
             keeps_thinking = _thinking_persists(message.get("model"))
-        if not (self._heuristic or self.method == "api" or self.top_size):
+        if not (self._heuristic or self._api or self.top_size):
             return False, tool_results, keeps_thinking, seed_length, None, None
         normalized = dialect.normalize(record)
         if normalized is None:
             return False, tool_results, keeps_thinking, seed_length, None, None
         top = self._top(record, normalized) if self.top_size else None
-        kept = normalized if self.method == "api" else None
+        kept = normalized if self._api else None
         if not self._heuristic:
             return False, tool_results, keeps_thinking, seed_length, (None, False, kept), top
         sent = tok.message_costs(normalized), tok.starts_turn(normalized), kept
