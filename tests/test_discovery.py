@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import run_cli
+from helpers.other_user import hand_to_nobody, needs_a_lockable_folder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compactcli.runner import discover
 
 IO_ERR = 74
-NOBODY = 65534
-SETPRIV = shutil.which("setpriv")
 
 MANIFEST = b'{"source": "/x/a.jsonl", "sha256_before": "00", "archive": "a.jsonl"}\n'
 
@@ -109,23 +108,17 @@ def test_a_pattern_across_folders_still_goes_through_pathlib(tmp_path: Path) -> 
     assert discover([root], "sub/*.jsonl") == [f"{root}/sub/c.jsonl"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0 and not SETPRIV, reason="root reads every folder; no setpriv")
+@needs_a_lockable_folder
 def test_a_symlink_whose_target_cannot_be_looked_at_fails_the_run_naming_it() -> None:
-    # root looks into every folder whatever its mode: the command then runs as nobody.
-    as_root = os.geteuid() == 0
     top = Path(tempfile.mkdtemp(prefix="compactcli-locked-link-"))
     try:
         (top / "logs" / "locked").mkdir(parents=True)
         (top / "logs" / "a.jsonl").write_text('{"role": "user", "content": "hi"}\n')
         (top / "logs" / "locked" / "b.jsonl").write_text('{"role": "user", "content": "hi"}\n')
         (top / "logs" / "peek.jsonl").symlink_to("locked/b.jsonl")
-        if as_root:
-            for folder, dirs, files in os.walk(top):
-                for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
-                    os.lchown(name, NOBODY, NOBODY)
+        nobody = hand_to_nobody(top)
         os.chmod(top, 0o755)
         os.chmod(top / "logs" / "locked", 0o000)
-        nobody = (SETPRIV, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups") if as_root else ()
         env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
         run: subprocess.CompletedProcess = run_cli("validate", "logs", cwd=top, env=env, prefix=nobody)
         assert run.returncode == IO_ERR, run.stderr

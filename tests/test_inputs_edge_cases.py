@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import run_cli
+from helpers.other_user import hand_to_nobody, needs_a_lockable_folder
 
 DATA_ERR, IO_ERR = 65, 74
-NOBODY = 65534
-SETPRIV = shutil.which("setpriv")
 LONG = "x" * 300
 
 
@@ -71,22 +70,16 @@ def test_file_name_not_utf8_is_compacted_recorded_and_restorable(tmp_path: Path)
 # ------------------------------------------------------------------ folders that cannot be searched
 
 
-@pytest.mark.skipif(os.geteuid() == 0 and not SETPRIV, reason="root reads every folder; no setpriv")
+@needs_a_lockable_folder
 def test_unreadable_sub_folder_fails_the_run_instead_of_being_skipped() -> None:
-    # root reads every folder whatever its mode: the command then runs as nobody.
-    as_root = os.geteuid() == 0
     top = Path(tempfile.mkdtemp(prefix="compactcli-unreadable-"))
     try:
         (top / "logs" / "locked").mkdir(parents=True)
         (top / "logs" / "a.jsonl").write_bytes(transcript())
         (top / "logs" / "locked" / "b.jsonl").write_bytes(transcript())
-        if as_root:
-            for folder, dirs, files in os.walk(top):
-                for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
-                    os.chown(name, NOBODY, NOBODY)
+        nobody = hand_to_nobody(top)
         os.chmod(top, 0o755)
         os.chmod(top / "logs" / "locked", 0o000)
-        nobody = (SETPRIV, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups") if as_root else ()
         env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
 
         run = compactcli("validate", "logs", cwd=top, env=env, prefix=nobody)
