@@ -3,7 +3,8 @@
 
 `PRICES` holds Anthropic's list prices (USD per million tokens: base input, cache hits, output) for
 the models the anthropic SDK names, as published on the Claude pricing page (read 2026-12-01).
-Left out: models with no published price (claude-mythos-5-2, claude-mythos-preview). Cache writes
+Left out: models with no published price (claude-mythos-5-2, claude-mythos-preview) and retired ones
+the SDK no longer names (claude-sonnet-4-5, end of life 2026-11-30: pass --price). Cache writes
 are billed as plain input here (the API charges 1.25x input for a 5-minute write). Haiku 5.5 is
 priced at its band for prompts up to 100,000 tokens; longer prompts cost 5x. Prices change: check
 them, and pass your own with --price.
@@ -51,8 +52,6 @@ PRICES: dict[str, Price] = {
     "claude-haiku-4-5-20251001": Price(1, 0.10, 5),
     "claude-opus-4-5": Price(5, 0.50, 25),
     "claude-opus-4-5-20251101": Price(5, 0.50, 25),
-    "claude-sonnet-4-5": Price(3, 0.30, 15),
-    "claude-sonnet-4-5-20250929": Price(3, 0.30, 15),
 }
 
 
