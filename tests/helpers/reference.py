@@ -197,6 +197,7 @@ def micro(records: list[dict], dialect: str, rules: MicroRules) -> tuple[list[di
         per_conversation[result.conversation].append(result)
     out = copy.deepcopy(records)
     changed: set[int] = set()
+    cleared: dict[str | None, str] = {}  # call id -> its placeholder
     for results in per_conversation.values():
         for result in results[: max(0, len(results) - rules.keep)]:
             name = names.get(result.tool_use_id or "", "unknown")
@@ -208,6 +209,19 @@ def micro(records: list[dict], dialect: str, rules: MicroRules) -> tuple[list[di
             if result.content != placeholder:
                 set_content(out[result.line], dialect, result, placeholder)
                 changed.add(result.line)
+                cleared[result.tool_use_id] = placeholder
+    # Codex: a UI copy of a cleared output is cleared with it; its first output field present gets the
+    # placeholder, the others become empty (docs/design.md, "Codex rollouts", micro).
+    for line, record in enumerate(records):
+        call = ui_copy_of(record, dialect)
+        if call not in cleared:
+            continue
+        payload = out[line]["payload"]
+        present = [name for name in CODEX_UI_COPIES[payload["type"]] if isinstance(payload.get(name), str)]
+        for position, name in enumerate(present):
+            payload[name] = cleared[call] if position == 0 else ""
+        if out[line] != record:
+            changed.add(line)
     return out, changed
 
 
