@@ -86,7 +86,7 @@ def run_in_pipes(args: list[str], cwd: Path) -> list[str]:
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    """Twelve transcripts: enough files for a bar."""
+    """Every sample twice: enough files for a bar."""
     for n in range(2):
         for sample in sorted(SAMPLES.glob("*/*.jsonl")):
             shutil.copy(sample, tmp_path / f"{n}-{sample.parent.name}-{sample.name}")
@@ -124,4 +124,4 @@ def test_no_bar_when_stderr_is_not_a_terminal(folder: Path) -> None:
         os.close(leader)
     assert done.returncode == 0
     assert not BAR.search(done.stderr.decode())
-    assert "12 files" in done.stderr.decode()
+    assert f"{2 * len(list(SAMPLES.glob('*/*.jsonl')))} files" in done.stderr.decode()

@@ -28,6 +28,7 @@ SAMPLE_FILES = {
     "claude-code/agent-subagent.jsonl": "claude-code",
     "openai/session.jsonl": "openai",
     "openai/flattened.jsonl": "openai",
+    "codex/rollout.jsonl": "codex",
 }
 
 Message = tuple[str, list[str], list[str]]  # role, tool_use ids, tool_result ids
@@ -100,6 +101,34 @@ def claude_code_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
     return [seg for segs in segments.values() for seg in segs]
 
 
+def codex_calls(records: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """A Codex rollout's call ids, and what is wrong with their outputs: each output answers a call made
+    before it, once; a call is left unanswered only by a turn the user aborted (turn_aborted). A
+    `compacted` record replaces the history, so calls before it are no longer asked about."""
+    calls: list[str] = []
+    pending: set[str] = set()
+    problems: list[str] = []
+    for n, record in enumerate(records, 1):
+        payload = record.get("payload") or {}
+        kind = payload.get("type")
+        if record["type"] == "compacted":
+            pending.clear()
+        elif record["type"] == "event_msg" and kind == "turn_aborted":
+            pending.clear()
+        elif record["type"] != "response_item":
+            continue
+        elif kind in ("function_call", "custom_tool_call"):
+            calls.append(payload["call_id"])
+            pending.add(payload["call_id"])
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            if payload["call_id"] not in pending:
+                problems.append(f"line {n}: output for {payload['call_id']}, which is not an open call")
+            pending.discard(payload["call_id"])
+    problems += [f"unanswered at the end: {call}" for call in sorted(pending)]
+    dup = [call for call, count in Counter(calls).items() if count > 1]
+    return calls, problems + ([f"call ids used more than once: {dup}"] if dup else [])
+
+
 MESSAGES = {"anthropic": anthropic_messages, "claude-code": claude_code_messages, "openai": openai_messages}
 
 
@@ -129,6 +158,8 @@ def pairing_problems(conversation: list[Message]) -> list[str]:
 
 
 def file_problems(records: list[dict[str, Any]], dialect: str) -> list[str]:
+    if dialect == "codex":
+        return codex_calls(records)[1]
     problems = []
     all_uses: list[str] = []
     for conversation in MESSAGES[dialect](records):
@@ -162,6 +193,22 @@ def test_checker_catches_broken_pairing() -> None:
         ("user", [], ["a"]),
     ]
     assert pairing_problems(late)  # answered, but not in the next user turn
+
+
+def test_codex_checker_catches_broken_calls() -> None:
+    def item(kind: str, call: str) -> dict[str, Any]:
+        return {"type": "response_item", "payload": {"type": kind, "call_id": call}}
+
+    aborted = {"type": "event_msg", "payload": {"type": "turn_aborted"}}
+    ok = [item("function_call", "a"), item("custom_tool_call", "b"), item("custom_tool_call_output", "b")]
+    ok += [item("function_call_output", "a"), item("function_call", "c"), aborted]
+    assert codex_calls(ok) == (["a", "b", "c"], [])
+    assert codex_calls(ok[:-1])[1] == ["unanswered at the end: c"]
+    assert codex_calls([item("function_call_output", "x")])[1]  # an output without its call
+    assert codex_calls(ok[:4] + [item("function_call_output", "a")])[1]  # answered twice
+    assert codex_calls(ok[:4] + [item("function_call", "a"), aborted])[1]  # an id used twice
+    compacted = {"type": "compacted", "payload": {"message": "summary"}}
+    assert codex_calls([item("function_call", "a"), compacted])[1] == []
 
 
 def test_parse_sdk_block_reads_python_reprs() -> None:
@@ -224,13 +271,17 @@ def test_sample_lines_are_json_objects(rel: str) -> None:
 def test_sample_tool_calls_are_paired(rel: str) -> None:
     records = load(rel)
     assert file_problems(records, SAMPLE_FILES[rel]) == []
-    uses = [u for conv in MESSAGES[SAMPLE_FILES[rel]](records) for _, us, _ in conv for u in us]
+    dialect = SAMPLE_FILES[rel]
+    if dialect == "codex":
+        uses = codex_calls(records)[0]
+    else:
+        uses = [u for conv in MESSAGES[dialect](records) for _, us, _ in conv for u in us]
     assert len(uses) >= 5  # the check above had something to check
 
 
 def test_samples_total_size() -> None:
     total = sum((SAMPLES / rel).stat().st_size for rel in SAMPLE_FILES)
-    assert 20_000 <= total <= 200_000, total
+    assert 20_000 <= total <= 250_000, total
 
 
 def test_anthropic_session_features() -> None:
@@ -344,6 +395,20 @@ def test_agent_file_is_all_sidechain() -> None:
         if isinstance(r.get("toolUseResult"), dict) and "agentId" in r["toolUseResult"]
     ]
     assert {t["agentId"] for t in task_results} == {"a3f9c21", "b7e41f2"}
+
+
+def test_codex_sample_features() -> None:
+    records = load("codex/rollout.jsonl")
+    kinds = Counter((r["type"], (r.get("payload") or {}).get("type")) for r in records)
+    assert records[0]["type"] == "session_meta" and records[0]["payload"]["base_instructions"]["text"]
+    assert kinds["turn_context", None] >= 2
+    assert kinds["response_item", "custom_tool_call"] and kinds["event_msg", "patch_apply_end"]
+    assert kinds["event_msg", "exec_command_end"] >= 2  # UI copies of outputs
+    assert kinds["event_msg", "turn_aborted"] and kinds["compacted", None]
+    assert kinds["event_msg", "context_compacted"] and kinds["event_msg", "token_count"] >= 2
+    # A later turn follows the compaction.
+    compaction = next(n for n, r in enumerate(records) if r["type"] == "compacted")
+    assert any(r["type"] == "turn_context" for r in records[compaction:])
 
 
 def test_openai_standard_sample_shape() -> None:
