@@ -30,6 +30,8 @@ from typing import Any
 
 from compactcli import tokens as tok
 from compactcli.cache import cache_dir
+from compactcli.constants import DEFAULT_METHOD, METHODS
+from compactcli.constants import ESTIMATE_METHOD as ESTIMATE_METHOD
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.layers.estimate import (
     HeavyResult,
@@ -40,9 +42,6 @@ from compactcli.layers.estimate import (
 )
 from compactcli.layers.micro import MicroIndex, MicroOptions, cleared
 
-METHODS = ("auto", "seed", "heuristic", "api", "usage")
-DEFAULT_METHOD = "heuristic"  # for the thresholds of micro, summarize and replay
-ESTIMATE_METHOD = "auto"  # estimate's: what the next call would send (docs/design.md, "Estimate")
 CACHE_FILE = "count_tokens.json"
 CACHE_MAX_ENTRIES = 20_000
 

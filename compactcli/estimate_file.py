@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
+from compactcli.constants import ESTIMATE_FORMATS, NO_USAGE, NO_USAGE_TEXT, OVER
+from compactcli.constants import UNDER as UNDER
 from compactcli.context import ContextCounter, Summary, TokenCache, is_main_message
 from compactcli.dialects.base import RecordOrder
 from compactcli.errors import CHECK_FAILED, OK
@@ -12,9 +14,7 @@ from compactcli.layers.micro import MicroOptions
 from compactcli.report import Outcome
 from compactcli.transcript import ConversationLines, dialect_for, open_input, read_lines
 
-OUTPUT_FORMATS = ("table", "json", "csv", "github")
-UNDER, OVER, NO_USAGE = "ok", "over", "no-usage"
-NO_USAGE_TEXT = "no usage recorded"
+OUTPUT_FORMATS = ESTIMATE_FORMATS
 
 
 # --- one file ---------------------------------------------------------------------------------

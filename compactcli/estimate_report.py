@@ -11,11 +11,10 @@ from pathlib import Path
 import click
 
 from compactcli import runner
+from compactcli.constants import NO_USAGE, NO_USAGE_TEXT, OVER, STDIN
 from compactcli.errors import CHECK_FAILED
-from compactcli.estimate_file import NO_USAGE, NO_USAGE_TEXT, OVER
 from compactcli.report import FAILED, Figures, Outcome, annotation, line_of
 from compactcli.tokens import CATEGORIES
-from compactcli.transcript import STDIN
 
 # --- output -------------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ does not load another's layers (and nothing of the anthropic SDK) just to build 
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from compactcli import dialects
-from compactcli.transcript import ON_INVALID
+from compactcli.constants import (
+    BACKENDS,
+    DEFAULT_MAX_INPUT_TOKENS,
+    DEFAULT_PLACEHOLDER,
+    DEFAULT_SUMMARY_TOKENS,
+    ON_INVALID,
+)
 
 if TYPE_CHECKING:
     from compactcli.layers.micro import MicroOptions
@@ -116,20 +123,24 @@ def _decorated(func, decorators: list):
 
 
 def _gathered(func, name: str, cls):
-    """Call `func` with the options of `cls` passed as one `name=cls(...)` argument."""
-    fields = tuple(cls.__dataclass_fields__)
+    """Call `func` with the options of `cls` passed as one `name=cls(...)` argument. `cls` may be
+    named as "module:Class", imported when the command runs (not for --help)."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        kwargs[name] = cls(**{field: kwargs.pop(field) for field in fields})
+        made = cls
+        if isinstance(made, str):
+            module, _, attr = made.partition(":")
+            made = getattr(importlib.import_module(module), attr)
+        kwargs[name] = made(**{field: kwargs.pop(field) for field in made.__dataclass_fields__})
         return func(*args, **kwargs)
 
     return wrapper
 
 
 def gather_options(name: str, cls) -> Callable:
-    """A decorator: the options named like the fields of dataclass `cls` reach the command as one
-    `name=cls(...)` argument."""
+    """A decorator: the options named like the fields of dataclass `cls` (or "module:Class") reach
+    the command as one `name=cls(...)` argument."""
     return lambda func: _gathered(func, name, cls)
 
 
@@ -309,8 +320,6 @@ def micro_options(
 ) -> Callable:
     """Layer 1's options (micro, and replay's simulated micro); `micro_settings` turns them into
     MicroOptions. `keep_type`/`keep_help`/`trigger_help` let replay take several --keep values."""
-    from compactcli.layers.micro import DEFAULT_PLACEHOLDER
-
     options = [
         click.option(
             "--keep",
@@ -412,7 +421,8 @@ class HeadTail(click.ParamType):
 
 def micro_settings(given: dict) -> MicroOptions:
     """MicroOptions from the values of `micro_options` (by option name)."""
-    from compactcli.layers.micro import DEFAULT_PRESERVE, MicroOptions
+    from compactcli.constants import DEFAULT_PRESERVE
+    from compactcli.layers.micro import MicroOptions
 
     if given["no_preserve"]:
         preserve: frozenset[str] = frozenset()
@@ -467,8 +477,6 @@ class SummarizerSettings:
 def summarizer_options() -> Callable:
     """Who writes summaries (summarize, and replay's simulated compactions), gathered as
     `summarizer_settings=SummarizerSettings(...)`."""
-    from compactcli.layers.summarize import BACKENDS, DEFAULT_MAX_INPUT_TOKENS, DEFAULT_SUMMARY_TOKENS
-
     options = [
         click.option(
             "--backend",

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from compactcli import dialects, jsonio
+from compactcli.constants import ON_INVALID as ON_INVALID
+from compactcli.constants import STDIN
 from compactcli.errors import BadInput, TornLastLine
 
-ON_INVALID = ("error", "keep")
-STDIN = "-"
 STDIN_NAME = "<stdin>"
 # Transcript lines are long (KBs); the default 8 KiB buffer makes line iteration several times slower.
 READ_BUFFER = 1 << 20

@@ -42,7 +42,7 @@ def test_no_command_module_imports_another() -> None:
 
 
 # Modules below the dialects: they import nothing of compactcli, so a dialect may use them.
-FOUNDATION = {"compactcli.errors", "compactcli.jsonio"}
+FOUNDATION = {"compactcli.constants", "compactcli.errors", "compactcli.jsonio"}
 
 
 def ours(path: Path) -> set[str]:
@@ -183,6 +183,42 @@ def test_a_command_help_imports_what_only_its_run_needs_later(
     code, modules = loaded_modules(command, "--help", cwd=tmp_path)
     assert code == 0
     assert [m for m in modules if m in not_loaded] == []
+
+
+# What no command's --help may load: reading and writing transcripts, token counting, the layers that
+# do the work, the summarizers (redact's patterns alone take ~10 ms to compile), the replay. Option
+# declarations take their defaults and choices from compactcli.constants instead.
+HEAVY_FOR_HELP = (
+    "compactcli.backends",
+    "compactcli.cache",
+    "compactcli.chart",
+    "compactcli.context",
+    "compactcli.dialects.",
+    "compactcli.estimate_file",
+    "compactcli.jsonio",
+    "compactcli.layers.estimate",
+    "compactcli.layers.replay",
+    "compactcli.layers.summarize",
+    "compactcli.redact",
+    "compactcli.replay_file",
+    "compactcli.rewrite",
+    "compactcli.runner",
+    "compactcli.storage",
+    "compactcli.summarize_file",
+    "compactcli.tokens",
+)
+# Where a help text itself is made from a module's table (validate lists the rules it checks).
+HELP_NEEDS = {"validate": ("compactcli.jsonio", "compactcli.dialects.")}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_no_command_help_loads_the_work_behind_it(tmp_path: Path, command: str) -> None:
+    code, modules = loaded_modules(command, "--help", cwd=tmp_path)
+    assert code == 0
+    allowed = HELP_NEEDS.get(command, ())
+    heavy = [m for m in modules if m.startswith(HEAVY_FOR_HELP) and not m.startswith(allowed)]
+    assert heavy == []
+    assert [m for m in modules if m.startswith(("anthropic", "httpx"))] == []
 
 
 def test_the_cycle_collector_runs_again_once_the_command_is_imported(tmp_path: Path) -> None:

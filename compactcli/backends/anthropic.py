@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from compactcli.constants import DEFAULT_MODEL
 from compactcli.errors import Unavailable
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
 # claude-sonnet-4-5 reaches end of life on 2026-11-30 (the SDK's deprecation table);
 # a Sonnet model is the balance of quality and cost that summaries want.
-DEFAULT_MODEL = "claude-sonnet-5-5"
 
 MODEL_ENV = ("COMPACTCLI_MODEL", "MODEL_ID")
 

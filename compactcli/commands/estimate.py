@@ -7,9 +7,8 @@ from functools import partial
 
 import click
 
-from compactcli.context import ESTIMATE_METHOD, METHODS
+from compactcli.constants import ESTIMATE_FORMATS, ESTIMATE_METHOD, METHODS, NO_USAGE, OVER, UNDER
 from compactcli.errors import EXIT_CODES_HELP, OK
-from compactcli.estimate_file import NO_USAGE, OUTPUT_FORMATS, OVER, UNDER, estimate_file
 from compactcli.options import Inputs, cache_option, input_options
 from compactcli.report import Outcome, Report
 
@@ -75,7 +74,7 @@ Examples:
     help=HELP,
     epilog=EXIT_CODES_HELP + " Here 1: a file is over --max-tokens, or cannot be checked.",
 )
-@input_options(formats=OUTPUT_FORMATS)
+@input_options(formats=ESTIMATE_FORMATS)
 @click.option(
     "--method",
     type=click.Choice(METHODS),
@@ -129,7 +128,7 @@ def estimate(
         quiet=inputs.quiet,
     )
     worker: Callable[[str], Outcome] = partial(
-        estimate_file,
+        _estimate_file,
         method=method,
         overhead=overhead,
         fmt=inputs.dialect,
@@ -151,6 +150,14 @@ def estimate(
         items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done, cache=cache
     )
     raise SystemExit(report.finish())
+
+
+def _estimate_file(*args, **kwargs) -> Outcome:
+    """estimate_file, imported when the first file is read: a run the cache answers reads none (and
+    --help needs none of its token counting)."""
+    from compactcli.estimate_file import estimate_file
+
+    return estimate_file(*args, **kwargs)
 
 
 def _micro_in_force():

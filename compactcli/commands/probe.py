@@ -7,7 +7,6 @@ import click
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP, CompactError
 from compactcli.options import InputPath, dialect_option, format_options, on_invalid_option
 from compactcli.report import FAILED, Outcome, json_object, json_text
-from compactcli.transcript import STDIN, STDIN_NAME, open_input
 
 PROBED = "probed"
 
@@ -54,6 +53,7 @@ def table(result) -> str:
 )
 def probe(original: str, summarized: str, dialect, on_invalid: str, output_format: str, min_retention):
     from compactcli.probe import probe as measure
+    from compactcli.transcript import STDIN, STDIN_NAME, open_input  # not for --help
 
     if original == summarized == "-":
         raise click.UsageError("only one of ORIGINAL and SUMMARIZED can be stdin")

@@ -8,21 +8,12 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from compactcli import chart, dialects, storage
+from compactcli.constants import DEFAULT_THRESHOLD, DEFAULT_THRESHOLDS, STDIN
 from compactcli.errors import EXIT_CODES_HELP, USAGE, CompactError
-from compactcli.layers.compare import DEFAULT_THRESHOLDS, STRATEGIES
-from compactcli.layers.micro import MicroOptions
-from compactcli.layers.replay import (
-    DEFAULT_THRESHOLD,
-    ContextSize,
-    Entry,
-    Replay,
-)
-from compactcli.layers.summarize import Summarizer
 from compactcli.options import (
     InputPath,
     SummarizerSettings,
@@ -34,17 +25,13 @@ from compactcli.options import (
     summarizer_options,
 )
 from compactcli.pricing import DEFAULT_PRICE_MODEL, PRICES, Price, parse_price
-from compactcli.replay_file import (
-    TIMELINE_SUFFIXES,
-    Source,
-    archiver,
-    report_lines,
-    what_if_table,
-    write_output,
-    write_timeline,
-)
 from compactcli.report import CSV, FAILED, TABLE, TEXT, Figures, Outcome, Report
-from compactcli.transcript import STDIN
+
+if TYPE_CHECKING:  # the replay itself is imported when the command runs: --help needs none of it
+    from compactcli import dialects
+    from compactcli.layers.micro import MicroOptions
+    from compactcli.layers.replay import ContextSize, Entry, Replay
+    from compactcli.layers.summarize import Summarizer
 
 ESTIMATORS = ("seed", "heuristic", "api")
 WHAT_IF_ARCHIVE = "(not archived: what-if run)"
@@ -143,6 +130,8 @@ Examples:
 
 
 def _help() -> str:
+    from compactcli.layers.compare import STRATEGIES  # their names and what each does
+
     strategies = "\n".join(f"  {s.name}: {s.what}" for s in STRATEGIES)
     names = sorted(PRICES)
     rows, row = [], "  "
@@ -283,6 +272,10 @@ def replay(
     summarizer_settings: SummarizerSettings,
     **layer: Any,
 ) -> None:
+    from compactcli import chart, storage
+    from compactcli.layers.replay import ContextSize
+    from compactcli.replay_file import Source, archiver, report_lines, write_output, write_timeline
+
     keeps: list[int] = layer.pop("keep")
     if compare:
         _check_compare_usage(keeps, timeline, output, archive_dir, plot, price, price_model)
@@ -372,6 +365,9 @@ class ReplayFigures(Figures):
 def _check_usage(
     path: str, what_if: bool, timeline: str | None, output: str | None, plot: str | None
 ) -> None:
+    from compactcli import chart
+    from compactcli.replay_file import TIMELINE_SUFFIXES
+
     if what_if and (timeline or output or plot):
         raise click.UsageError(
             "--timeline, -o and --plot take one --threshold and one --keep (what-if writes nothing)"
@@ -394,6 +390,8 @@ def _check_compare_usage(
     price: Price | None,
     price_model: str | None,
 ) -> None:
+    from compactcli import chart
+
     if timeline or output or archive_dir:
         raise click.UsageError("--compare writes nothing: no --timeline, -o or --archive-dir (--plot draws)")
     if len(keeps) > 1:
@@ -427,6 +425,8 @@ def _compare(
     compactcli.compare_file."""
     from compactcli import compare_file
     from compactcli.layers.compare import runs
+    from compactcli.layers.replay import ContextSize
+    from compactcli.replay_file import Source
 
     figures = compare_file.CompareFigures()
     report = Report("replay", figures, output_format=output_format, quiet=True)
@@ -498,6 +498,8 @@ def _new_replay(
     threshold: int,
     options: MicroOptions,
 ) -> Replay:
+    from compactcli.layers.replay import Replay
+
     return Replay(
         dialect,
         count=count,
@@ -517,6 +519,8 @@ def _report_what_if(
     rows: list[dict],
 ) -> None:
     """One outcome per combination; on the text stream, one table."""
+    from compactcli.replay_file import what_if_table
+
     head = f"{name}: {dialect.name}; estimator {estimator}; summarizer {summarizer.name}"
     head += "; what-if (nothing written)\n"
     report.figures.text = head + what_if_table(rows)

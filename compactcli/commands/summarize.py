@@ -6,13 +6,11 @@ import os
 import re
 from collections.abc import Callable
 from functools import partial
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import click
 
-from compactcli import context, runner
-from compactcli.backends.anthropic import DEFAULT_MODEL, have_credentials
-from compactcli.dialects.base import USER_MESSAGES_TOKENS
+from compactcli.constants import DEFAULT_METHOD, DEFAULT_MODEL, METHODS, STDIN, USER_MESSAGES_TOKENS
 from compactcli.errors import CHECK_FAILED, EXIT_CODES_HELP, UNAVAILABLE
 from compactcli.options import (
     Inputs,
@@ -24,8 +22,9 @@ from compactcli.options import (
     write_options,
 )
 from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
-from compactcli.summarize_file import SummarizeOptions, SummaryEdit, analyze
-from compactcli.transcript import STDIN, STDIN_NAME
+
+if TYPE_CHECKING:  # the rest is imported when the command runs: --help needs none of it
+    from compactcli.summarize_file import SummarizeOptions, SummaryEdit
 
 HELP = f"""Replace a conversation with one summary message (Layers 2 and 3).
 
@@ -141,8 +140,8 @@ def summarize_options() -> Callable:
         ),
         click.option(
             "--method",
-            type=click.Choice(context.METHODS),
-            default=context.DEFAULT_METHOD,
+            type=click.Choice(METHODS),
+            default=DEFAULT_METHOD,
             show_default=True,
             help="How --threshold counts tokens (as `estimate --method`).",
         ),
@@ -168,7 +167,7 @@ def summarize_options() -> Callable:
     ]
 
     def apply(func: Callable) -> Callable:
-        func = gather_options("options", SummarizeOptions)(func)
+        func = gather_options("options", "compactcli.summarize_file:SummarizeOptions")(func)
         for option in reversed(options):
             func = option(func)
         return func
@@ -233,6 +232,9 @@ def summarize(
     batch_id,
     poll_interval,
 ):
+    from compactcli import runner
+    from compactcli.summarize_file import analyze
+
     items = runner.find_inputs(inputs.paths, inputs.glob, writes.archive_dir, writes.output)
     preview = writes.preview
     summarizer = summarizer_settings.make()
@@ -245,7 +247,7 @@ def summarize(
         summarizer=summarizer,
         fmt=inputs.dialect,
         on_invalid=inputs.on_invalid,
-        estimator=context.estimator(method) if options.threshold is not None else None,
+        estimator=_estimator(method) if options.threshold is not None else None,
     )
     if writes.output is not None and writes.archive_dir is None:
         file_analyze = _naming_the_input(file_analyze)
@@ -282,6 +284,12 @@ def summarize(
     raise SystemExit(report.finish())
 
 
+def _estimator(method: str):
+    from compactcli import context
+
+    return context.estimator(method)
+
+
 def _naming_the_input(analyze: Callable[..., SummaryEdit]) -> Callable[..., SummaryEdit]:
     """-o leaves the input as it was, so the summary names the input itself and no archive copy is
     written beside it (micro -o and --output-dir write nothing there either). Stdin is still
@@ -289,6 +297,7 @@ def _naming_the_input(analyze: Callable[..., SummaryEdit]) -> Callable[..., Summ
 
     def analyze_naming_the_input(source: BinaryIO, name: str) -> SummaryEdit:
         from compactcli import remote
+        from compactcli.transcript import STDIN_NAME
 
         edit = analyze(source, name)
         if name != STDIN_NAME:
@@ -305,6 +314,8 @@ def _check_backend(summarizer, requested: str, batch: object, preview: bool, qui
         raise click.UsageError(
             "--batch needs the anthropic backend (set ANTHROPIC_API_KEY or pass --backend)"
         )
+    from compactcli.backends.anthropic import have_credentials
+
     if summarizer.name == "anthropic" and not preview and not have_credentials():
         # One error before any file is touched, not the same one for every file.
         click.echo(

@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+# The user's own messages a compaction keeps: Codex keeps the most recent up to USER_MESSAGES_TOKENS
+# tokens (counted as bytes / 4) after the initial context, then the summary; summarize
+# --keep-user-messages defaults to the same.
+from compactcli.constants import USER_MESSAGES_TOKENS
+
 MAIN = "main"  # key of the main conversation; sub-agent conversations get their own keys
 # What Dialect.compaction says of a record that starts the active context anew.
 BOUNDARY = "boundary"  # a marker record; the summary follows it
@@ -273,10 +278,6 @@ class Dialect:
         raise NotImplementedError
 
 
-# The user's own messages a compaction keeps: Codex keeps the most recent up to this many tokens (counted
-# as bytes / 4) after the initial context, then the summary; summarize --keep-user-messages defaults to
-# the same.
-USER_MESSAGES_TOKENS = 20_000
 BYTES_PER_TOKEN = 4
 TRUNCATED = "[... the start of this message is left out]"
 

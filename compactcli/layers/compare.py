@@ -13,13 +13,14 @@ import dataclasses
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from compactcli.constants import DEFAULT_THRESHOLDS as DEFAULT_THRESHOLDS
 from compactcli.layers.micro import Cut, MicroOptions
-from compactcli.layers.replay import RECORDED, ReplayResult
 from compactcli.pricing import Bill, Price
 
-DEFAULT_THRESHOLDS = (50_000, 100_000, 150_000)
+if TYPE_CHECKING:  # the replay is not loaded by `replay --help`, which lists STRATEGIES
+    from compactcli.layers.replay import ReplayResult
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ def runs(thresholds: Sequence[int], strategies: Iterable[Strategy] = STRATEGIES)
 def bill(result: ReplayResult) -> Bill:
     """What the replayed model calls and summaries sent and received."""
     calls = [row for row in result.rows if row.is_call]
+    from compactcli.layers.replay import RECORDED
+
     simulated = [c for c in result.compactions if c.kind != RECORDED]  # recorded: summarized earlier
     return Bill(
         input_tokens=sum(row.tokens_after for row in calls),

@@ -13,12 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from compactcli.constants import DEFAULT_PLACEHOLDER, DEFAULT_PRESERVE
+
 if TYPE_CHECKING:
     from compactcli.dialects import Dialect
     from compactcli.layers.micro_strategies import StrategyIndex
 
-DEFAULT_PLACEHOLDER = "[Previous: used {tool_name}]"
-DEFAULT_PRESERVE = frozenset({"read_file", "Read"})
 # A result that may be a placeholder already in place is remembered verbatim (idempotence).
 _REMEMBER_TEXT_UP_TO = 4096
 

@@ -32,6 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from compactcli import jsonio
+from compactcli.constants import DEFAULT_THRESHOLD
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.layers import micro
 from compactcli.layers.micro import MicroOptions
@@ -43,7 +44,6 @@ from compactcli.layers.summarize import (
     summary_text,
 )
 
-DEFAULT_THRESHOLD = 50_000
 COMPACT_TOOL = "compact"
 FOCUS_FIELD = "focus"
 AUTO, MANUAL, RECORDED = "auto", "manual", "recorded"

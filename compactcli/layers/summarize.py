@@ -21,16 +21,15 @@ from typing import Protocol
 
 from compactcli import redact as redaction
 from compactcli import tokens
+from compactcli.constants import BACKENDS as BACKENDS
+from compactcli.constants import DEFAULT_MAX_INPUT_TOKENS as DEFAULT_MAX_INPUT_TOKENS
+from compactcli.constants import DEFAULT_SUMMARY_TOKENS as DEFAULT_SUMMARY_TOKENS
 from compactcli.dialects import Dialect
 from compactcli.dialects.base import BYTES_PER_TOKEN, USER_MESSAGES_TOKENS, recent_within
 
 SUMMARY_PREFIX = "[Conversation compressed. Transcript: "
 # What Claude Code itself starts its compaction summaries with.
 CLAUDE_CODE_SUMMARY_PREFIX = "This session is being continued from a previous conversation"
-
-DEFAULT_SUMMARY_TOKENS = 8192
-DEFAULT_MAX_INPUT_TOKENS = 150_000
-BACKENDS = ("auto", "anthropic", "digest")
 
 # Rendering limits (characters) for the model's copy of the transcript. A tool result or a file
 # written through a tool input is reference material; its head and tail carry what a summary needs.
