@@ -38,8 +38,8 @@ from pathlib import Path
 import orjson
 
 from compactcli import __version__
+from compactcli.constants import STDIN
 from compactcli.report import Outcome
-from compactcli.transcript import STDIN
 
 SETTLE_SECONDS = 2.0
 MAX_ENTRIES = 100_000  # the oldest are dropped first
@@ -169,16 +169,20 @@ class RunCache:
             return found
         entries = self._entries
         oldest = time.time() - self.min_age if self.min_age else None
+        here = os.path.join(os.getcwd(), "")
         with _no_cycle_collection():
             for index, item in enumerate(items):
-                entry = entries.get(os.path.abspath(item)) if item != STDIN else None
+                if item == STDIN:
+                    continue
+                entry = entries.get(_absolute(item, here))
                 if entry is None:
                     continue
                 try:
                     st = os.stat(item)
                 except OSError:
                     continue
-                if stamp_of(st) != tuple(entry[0]):
+                # A list, as the entry's stamp was loaded: no tuple made per item.
+                if [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, st.st_dev] != entry[0]:
                     continue
                 if oldest is not None and st.st_mtime > oldest:
                     continue  # younger than --min-age: the worker's to report
@@ -192,7 +196,7 @@ class RunCache:
         key = os.path.abspath(outcome.path)
         self._entries.pop(key, None)  # re-inserted last: the newest are kept longest
         self._entries[key] = [
-            outcome.stamp,
+            list(outcome.stamp),  # as loaded from the file (known() compares lists)
             [outcome.status, outcome.exit_code, outcome.message, outcome.stats],
         ]
         self._dirty = True
@@ -229,6 +233,15 @@ class RunCache:
             raise
         self._dirty = False
         _remove_stale(folder, keep=path)
+
+
+def _absolute(item: str, here: str) -> str:
+    """os.path.abspath(item), `here` being the current folder with a slash at the end. The items
+    discovery makes from a plain folder name are normal already: they skip normpath (thousands of
+    calls in a cron run)."""
+    if not item or "/." in item or "//" in item or item[:1] == "." or item[-1:] == "/":
+        return os.path.normpath(item if item[:1] == "/" else here + item)
+    return item if item[:1] == "/" else here + item
 
 
 @contextlib.contextmanager

@@ -20,8 +20,8 @@ import click
 
 from compactcli import errors
 from compactcli.archives import is_archive_dir
+from compactcli.constants import STDIN
 from compactcli.report import BUSY, FAILED, Outcome
-from compactcli.transcript import STDIN
 
 if TYPE_CHECKING:
     from compactcli import executors
@@ -144,7 +144,9 @@ def _walk(root: Path, glob: str, skip_exact: set[Path]) -> Iterator[str]:
         return
     picks = re.compile(fnmatch.translate(glob)).match
     top = os.fspath(root)
-    yield from _walk_folder(top, top, picks, skip_exact)
+    found: list[str] = []
+    _walk_folder(top, top, picks, skip_exact, found)
+    yield from found
 
 
 def _single_name_pattern(glob: str) -> bool:
@@ -153,52 +155,48 @@ def _single_name_pattern(glob: str) -> bool:
     return bool(glob) and "/" not in glob and "**" not in glob and glob not in (".", "..")
 
 
-def _walk_folder(folder: str, shown: str, picks: Callable, skip_exact: set[Path]) -> Iterator[str]:
+def _walk_folder(folder: str, shown: str, picks: Callable, skip_exact: set[Path], found: list[str]) -> None:
     """One os.scandir per folder: which entries are files and folders comes with the listing (no stat
     per file, except through symlinks). `folder` is the path scandir is given (os.walk's spelling,
-    named in errors), `shown` the one items are named by (pathlib's: no `./` in front)."""
+    named in errors), `shown` the one items are named by (pathlib's: no `./` in front). The files go
+    to `found`: a list, not a generator, and no function call per entry (a cron run lists thousands)."""
     files: list[str] = []
     folders: list[tuple[str, bool]] = []
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
                 name = entry.name
-                if _is_dir(entry):
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if is_dir:
                     folders.append((name, _is_symlink(entry)))
                 # Temp files of an interrupted replace start with a dot; they are not transcripts.
-                elif picks(name) and not name.startswith(".") and _is_file(entry):
-                    files.append(name)
+                elif picks(name) and name[:1] != ".":
+                    try:
+                        is_file = entry.is_file()
+                    except OSError as exc:
+                        is_file = exc.errno not in _NOT_THERE
+                    if is_file:
+                        files.append(name)
     except OSError as exc:
         # A folder that cannot be searched is handed on as an item, so that it fails the run (see
         # run_one) instead of being skipped without a word.
-        yield str(exc.filename)
+        found.append(str(exc.filename))
         return
     prefix = "" if shown == "." else shown if shown.endswith("/") else shown + "/"
-    for name in sorted(files):
-        yield prefix + name
+    files.sort()
+    found += [prefix + name for name in files]
     for name, is_link in sorted(folders):
         if not is_link and not is_archive_dir(Path(shown, name), skip_exact):
-            yield from _walk_folder(os.path.join(folder, name), prefix + name, picks, skip_exact)
+            _walk_folder(os.path.join(folder, name), prefix + name, picks, skip_exact, found)
 
 
 # What pathlib's is_file() takes for "not a file" rather than an error (a dangling or looping symlink).
+# A symlink whose target cannot be looked at for another reason (permissions) is handed on as a file,
+# so that reading it fails the run naming it.
 _NOT_THERE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
-
-
-def _is_file(entry: os.DirEntry) -> bool:
-    """A file, or a symlink to one. A symlink whose target cannot be looked at for another reason
-    (permissions) is handed on, so that reading it fails the run naming it."""
-    try:
-        return entry.is_file()
-    except OSError as exc:
-        return exc.errno not in _NOT_THERE
-
-
-def _is_dir(entry: os.DirEntry) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
 
 
 def _is_symlink(entry: os.DirEntry) -> bool:
@@ -223,8 +221,9 @@ def _glob_walk(root: Path, glob: str, skip_exact: set[Path]) -> Iterator[str]:
 
 def run(
     items: list[str],
-    worker: Callable[[str], Outcome],
+    worker: Callable[[str], Outcome] | None,
     *,
+    prepare: Callable[[], Callable[[str], Outcome]] | None = None,
     jobs: int = 1,
     scheduler: str | None = None,
     progress: bool | None = None,
@@ -235,7 +234,9 @@ def run(
     order either way. A documented error fails its item only (run_one).
 
     With a `cache`, files it remembers unchanged are answered without being read (cache.py), and the
-    outcomes of the others are remembered for the next run."""
+    outcomes of the others are remembered for the next run. Without a `worker`, `prepare()` makes it
+    once some file has to be read, before any outcome is told: a run the cache answers then never
+    loads what only reading needs."""
     if progress is None:
         progress = sys.stderr.isatty() and len(items) > 1
     bar = None
@@ -267,17 +268,27 @@ def run(
 
     known: dict[int, Outcome] = {}
     if cache is not None and cache.enabled:
-        from compactcli.cache import Observed
-
         known = cache.known(items)
-        worker = Observed(worker, cache.remembers)
     todo = [item for index, item in enumerate(items) if index not in known]
     try:
+        if worker is None and prepare is not None and (todo or scheduler is not None):
+            worker = prepare()
+        if worker is not None and cache is not None and cache.enabled:
+            from compactcli.cache import Observed
+
+            worker = Observed(worker, cache.remembers)
         if known:
             done(len(known))
         if not todo and scheduler is None:  # the cache answered every file: no executor to start
-            for index in range(len(items)):
-                record(known[index])
+            answered = [known[index] for index in range(len(items))]
+            outcomes += answered  # nothing new to remember
+            if on_outcome is not None and bar is None:
+                for outcome in answered:
+                    on_outcome(outcome)
+            elif on_outcome is not None:
+                for outcome in answered:
+                    with printing():
+                        on_outcome(outcome)
             return outcomes
         with _executor(jobs, scheduler) as executor:
             fresh = executor.map(partial(run_one, worker), todo, done)

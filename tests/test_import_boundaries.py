@@ -166,6 +166,7 @@ def test_a_run_the_cache_answers_imports_no_dialect_and_no_file_work(tmp_path: P
     again = runs[2][1]
     assert [m for m in again if m.startswith(DIALECT_MODULES)] == []
     assert [m for m in again if m.startswith(FILE_WORK)] == []
+    assert "compactcli.layers.micro" not in again  # its worker is made only when a file is read
 
 
 @pytest.mark.parametrize(

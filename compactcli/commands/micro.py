@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import click
 
 from compactcli.errors import EXIT_CODES_HELP
 from compactcli.options import (
+    FileSettings,
     Inputs,
     Writes,
     cache_option,
@@ -78,32 +80,38 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
     from compactcli import runner
     from compactcli.cache import RunCache
 
-    options = micro_settings(layer)
     items = runner.find_inputs(inputs.paths, inputs.glob, writes.archive_dir, writes.output)
-    manifest_options = {
-        "keep": options.keep,
-        "min_chars": options.min_chars,
-        "preserve": sorted(options.preserve),
-        "placeholder": options.placeholder,
-        "clear_multimodal": options.clear_multimodal,
-        "trigger_tokens": options.trigger_tokens,
-    }
-    if options.strategies:  # recorded only when given: the manifest of a default run stays as it was
-        manifest_options["strategies"] = options.strategies
-    estimator = None
-    if options.trigger_tokens:
-        from compactcli import context  # 25 ms of imports that a plain micro run does not need
+    made: list[FileSettings] = []
 
-        estimator = context.estimator()
-    analyze = partial(
-        _analyze,
-        options=options,
-        fmt=inputs.dialect,
-        on_invalid=inputs.on_invalid,
-        estimator=estimator,
-    )
-    settings = writes.settings("micro", manifest_options)
-    worker = runner.file_worker(items, inputs, writes, settings, analyze)
+    def prepare() -> Callable[[str], Outcome]:
+        """The worker, made once a file has to be read: Layer 1's module is not loaded by a run the
+        cache answers."""
+        options = micro_settings(layer)
+        manifest_options = {
+            "keep": options.keep,
+            "min_chars": options.min_chars,
+            "preserve": sorted(options.preserve),
+            "placeholder": options.placeholder,
+            "clear_multimodal": options.clear_multimodal,
+            "trigger_tokens": options.trigger_tokens,
+        }
+        if options.strategies:  # recorded only when given: the manifest of a default run stays as it was
+            manifest_options["strategies"] = options.strategies
+        estimator = None
+        if options.trigger_tokens:
+            from compactcli import context  # 25 ms of imports that a plain micro run does not need
+
+            estimator = context.estimator()
+        analyze = partial(
+            _analyze,
+            options=options,
+            fmt=inputs.dialect,
+            on_invalid=inputs.on_invalid,
+            estimator=estimator,
+        )
+        made.append(writes.settings("micro", manifest_options))
+        return runner.file_worker(items, inputs, writes, made[0], analyze)
+
     report = Report(
         "micro",
         MicroFigures(),
@@ -115,18 +123,28 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
         stdout_has_data=runner.stdout_carries_data(items, writes.output),
     )
     # Only "unchanged" is remembered: a file micro changes is read once more, and remembered then.
-    # Results that go elsewhere (-o, --output-dir) must be written: no cache there.
+    # Results that go elsewhere (-o, --output-dir) must be written: no cache there. The options are
+    # remembered as given (each set of them makes one MicroOptions).
     cache = RunCache.open(
         "micro",
-        {**manifest_options, "dialect": inputs.dialect, "on_invalid": inputs.on_invalid},
+        {**layer, "dialect": inputs.dialect, "on_invalid": inputs.on_invalid},
         {UNCHANGED},
         enabled=not no_cache and writes.output is None and writes.output_dir is None,
         min_age=writes.min_age,
     )
+    # Without the cache every file is read: the worker is made first, as its usage errors come first.
+    worker = None if cache.enabled else prepare()
     runner.run(
-        items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done, cache=cache
+        items,
+        worker,
+        prepare=prepare,
+        jobs=inputs.jobs,
+        scheduler=inputs.scheduler,
+        on_outcome=report.done,
+        cache=cache,
     )
-    runner.write_manifest(report.outcomes, writes, settings)
+    if made:
+        runner.write_manifest(report.outcomes, writes, made[0])
     raise SystemExit(report.finish())
 
 
