@@ -15,6 +15,7 @@ click as the context's `default_map`, so click converts and checks them like typ
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def find(start: Path) -> Path | None:
         if own.is_file():
             return own
         project = folder / PROJECT_FILE
-        if project.is_file() and "compactcli" in _read(project).get("tool", {}):
+        if project.is_file() and _may_name_us(project) and "compactcli" in _read(project).get("tool", {}):
             return project
     return None
 
@@ -84,6 +85,48 @@ def load(path: str | Path | None = None, *, start: Path | None = None) -> Config
     shared = {key: value for key, value in settings.items() if not isinstance(value, dict)}
     commands = {key: value for key, value in settings.items() if isinstance(value, dict)}
     return Config(found, table, shared, commands)
+
+
+def _may_name_us(project: Path) -> bool:
+    """Whether a pyproject.toml can hold a [tool.compactcli] table, without parsing it (tomllib costs
+    start-up time, and most projects' files have no such table). The key has the word in it however
+    it is written (bare, quoted, dotted; \\u escapes of its letters aside), and only three places can
+    make it: a table header, a key of the top level, a key of [tool]. A line naming compactcli
+    anywhere else ([project] name = "compactcli") cannot. Multi-line strings, which could hide a
+    header, are left to the parser."""
+    try:
+        with open(project, "rb") as f:
+            text = f.read()
+    except OSError:
+        return True  # _read names the file in its error
+    if b"compactcli" not in text:
+        return False
+    if b'"""' in text or b"'''" in text:
+        return True
+    table = b""  # the top level
+    depth = 0  # inside an array value that goes on over lines, a line may start with [ too
+    for line in text.splitlines():
+        bare = _STRING_OR_COMMENT.sub(b"", line).strip()
+        if depth == 0 and bare.startswith(b"["):
+            if b"compactcli" in line:
+                return True
+            header = _HEADER.fullmatch(bare)
+            if header is None:
+                return True  # not the header of a table as we know them: the parser decides
+            # A quoted part is gone from `bare`: such a table is taken for the top level.
+            table = header[1].translate(None, b" \t") if bare == line.strip() else b""
+        else:
+            if b"compactcli" in line and table in (b"", b"tool"):
+                return True
+            depth += bare.count(b"[") - bare.count(b"]")
+            if depth < 0:
+                return True
+    return False
+
+
+_STRING_OR_COMMENT = re.compile(rb"""\"(?:[^"\\]|\\.)*\"|'[^']*'|\#.*""")
+# A table header ([a.b] or [[a.b]]) with its strings taken out (see _STRING_OR_COMMENT).
+_HEADER = re.compile(rb"\[\[?([\w\-. \t]*)\]\]?")
 
 
 def _read(path: Path) -> dict:

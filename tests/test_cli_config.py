@@ -164,3 +164,44 @@ def test_estimate_top_follows_micros_configured_settings(tmp_path: Path) -> None
     (tmp_path / "compactcli.toml").write_text('[micro]\npreserve = ["bash"]\n')
     assert "bash" not in tools()
     assert "read_file" in tools()
+
+
+# pyproject.toml files that hold [tool.compactcli] however it is written, and some that name compactcli
+# elsewhere: the first are found (parsed), the others passed over without parsing them.
+HOLDING = [
+    "[tool.compactcli]\nkeep = 3\n",
+    "[tool]\ncompactcli = {keep = 3}\n",
+    "tool.compactcli.keep = 3\n",
+    "tool = { compactcli = { keep = 2 } }\n",
+    '[ "tool" . compactcli ]\nkeep = 1\n',
+    "[ tool ]  # the tools\ncompactcli.keep = 1\n",
+    '[tool]\nm = [\n  [ "a" ]\n]\ncompactcli = {}\n',
+    '[tool]\nm = "]]"  # [x]\ncompactcli = {}\n',
+    '["tool"]\ncompactcli = {}\n',
+    "[tool.x]\nm = [  # [\n  \"]\", '[',\n]\n[tool]\ncompactcli.a = 1\n",
+    '[project]\ndescription = """\n[tool.x]\n"""\n[tool]\ncompactcli.keep = 1\n',
+]
+NOT_HOLDING = [
+    '[project]\nname = "compactcli"\n[tool.ruff]\nsrc = ["compactcli"]\n',
+    '[project.scripts]\ncompactcli = "compactcli.cli:main"\n',
+    '[project.optional-dependencies]\ntest = [\n    "compactcli[dask]",\n]\n',
+]
+
+
+@pytest.mark.parametrize("text", HOLDING + NOT_HOLDING)
+def test_a_pyproject_is_found_exactly_when_it_holds_the_table(tmp_path: Path, text: str) -> None:
+    import tomllib
+
+    from compactcli import config
+
+    (tmp_path / "pyproject.toml").write_text(text)
+    assert ("compactcli" in tomllib.loads(text).get("tool", {})) == (text in HOLDING)
+    assert (config.find(tmp_path) is not None) == (text in HOLDING)
+
+
+def test_a_pyproject_naming_compactcli_elsewhere_is_not_parsed(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(NOT_HOLDING[0] + NOT_HOLDING[1].replace("[project", "[x"))
+    script = "import sys\nfrom compactcli import config\nconfig.find(__import__('pathlib').Path('.'))\n"
+    script += "print('tomllib' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert done.stdout.split() == ["False"], done.stderr
