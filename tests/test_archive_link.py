@@ -17,12 +17,14 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from helpers.other_user import NOBODY
 
+from compactcli import storage
 from compactcli.errors import BUSY, IO_ERR, Busy, CompactError
 from compactcli.storage import ArchiveRecord, Replacement, file_lock, restore, snapshot
 
@@ -187,6 +189,49 @@ def test_a_writer_holding_the_original_open_is_refused_before_anything_is_linked
     assert src.read_bytes() == ORIGINAL + APPENDED  # the append went to the transcript
     assert os.stat(src).st_ino == original_inode and os.stat(src).st_nlink == 1
     assert archives(tmp_path / ".transcripts") == []
+
+
+OPENS_LATE = r"""
+import os, sys
+print("opening", flush=True)
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)  # waits while the file is leased
+os.write(fd, sys.argv[2].encode())
+os.close(fd)
+"""
+
+
+def test_a_writer_that_opens_the_original_after_the_check_is_refused_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check for writers comes before the manifest line is written and fsynced: a writer that
+    # opens the file then would append to the archive once the file is replaced.
+    if not storage._read_lease_available(tmp_path):
+        pytest.skip("no read leases here: only the check itself holds (see _NoWriters)")
+    src = make(tmp_path / "t.jsonl")
+    original_inode = os.stat(src).st_ino
+    append = storage._ManifestAppend.append
+    late: list[subprocess.Popen] = []
+
+    def append_while_a_writer_opens(self, record) -> None:
+        append(self, record)
+        child = subprocess.Popen(
+            [sys.executable, "-c", OPENS_LATE, str(src), APPENDED.decode()], stdout=subprocess.PIPE, text=True
+        )
+        late.append(child)
+        assert child.stdout is not None and child.stdout.readline().strip() == "opening"
+        time.sleep(0.5)  # into its open()
+
+    monkeypatch.setattr(storage._ManifestAppend, "append", append_while_a_writer_opens)
+    with pytest.raises(Busy) as err:
+        compact(src)
+    [child] = late
+    assert child.wait(timeout=30) == 0
+    assert err.value.exit_code == BUSY
+    assert "opened it for writing meanwhile" in str(err.value)
+    assert src.read_bytes() == ORIGINAL + APPENDED  # the append went to the transcript
+    assert os.stat(src).st_ino == original_inode and os.stat(src).st_nlink == 1
+    assert archives(tmp_path / ".transcripts") == []
+    assert (tmp_path / ".transcripts" / "manifest.jsonl").read_bytes() == b""  # taken back
 
 
 def test_a_failure_after_the_link_takes_the_link_back(tmp_path: Path) -> None:
