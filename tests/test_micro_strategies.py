@@ -381,3 +381,120 @@ def test_codex_patch_paths_are_resolved_against_the_turns_folder(tmp_path: Path)
     assert [r for n, r in enumerate(out) if n != 2] == [r for n, r in enumerate(records) if n != 2]
     elsewhere = [{**records[0], "payload": {"cwd": "/other"}}, *records[1:]]
     assert read(micro(write(tmp_path / "elsewhere.jsonl", elsewhere), "--dedupe-reads")) == elsewhere
+
+
+# -- --dedupe-reads: a call whose result is an error read or changed nothing ----------------------------
+
+FAILED_EDIT = "<tool_use_error>String to replace not found in file.\nString: zzz</tool_use_error>"
+
+
+def failed(uuid: str, parent: str, tool_id: str, content: str) -> dict:
+    block = {"type": "tool_result", "tool_use_id": tool_id, "content": content, "is_error": True}
+    return said(uuid, parent, [block], toolUseResult=f"Error: {content}")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        use("t2", "Edit", file_path="/src/p.py", old_string="zzz", new_string="b"),
+        use("t2", "Write", file_path="/src/p.py", content="x"),
+        use("t2", "Read", file_path="/src/p.py"),  # a read that failed put no newer copy in the context
+    ],
+    ids=["edit", "write", "read"],
+)
+def test_claude_code_a_failed_call_does_not_make_a_read_stale(tmp_path: Path, call: dict) -> None:
+    records = [
+        said("u1", None, "Fix p.py."),
+        answer("a1", "u1", "m1", use("t1", "Read", file_path="/src/p.py")),
+        result("r1", "a1", "t1", LONG),
+        answer("a2", "r1", "m2", call),
+        failed("r2", "a2", "t2", FAILED_EDIT),
+    ]
+    out = read(micro(write(tmp_path / "failed.jsonl", records), "--dedupe-reads", "--keep", "0"))
+    assert out == records  # the file never changed: its only copy stays
+
+
+def test_claude_code_a_write_that_worked_after_one_that_failed_still_counts(tmp_path: Path) -> None:
+    records = [
+        said("u1", None, "Fix p.py."),
+        answer("a1", "u1", "m1", use("t1", "Read", file_path="/src/p.py")),
+        result("r1", "a1", "t1", LONG),
+        answer("a2", "r1", "m2", use("t2", "Edit", file_path="/src/p.py", old_string="zzz", new_string="b")),
+        failed("r2", "a2", "t2", FAILED_EDIT),
+        answer("a3", "r2", "m3", use("t3", "Edit", file_path="/src/p.py", old_string="a", new_string="b")),
+        result("r3", "a3", "t3", "The file /src/p.py has been updated."),
+    ]
+    out = by_uuid(read(micro(write(tmp_path / "worked.jsonl", records), "--dedupe-reads", "--keep", "9")))
+    assert out["r1"]["message"]["content"][0]["content"] == "[Previous: used Read]"
+    assert out["r2"] == records[4]
+
+
+def test_anthropic_a_failed_edit_does_not_make_a_read_stale(tmp_path: Path) -> None:
+    records = [
+        {"role": "user", "content": "Fix p.py."},
+        {"role": "assistant", "content": [use("t1", "read_file", path="/src/p.py")]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": LONG}]},
+        {"role": "assistant", "content": [use("t2", "edit_file", path="/src/p.py", old="zzz", new="b")]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": FAILED_EDIT}]},
+    ]
+    records[4]["content"][0]["is_error"] = True
+    out = read(micro(write(tmp_path / "failed.jsonl", records), "--dedupe-reads", "--keep", "0"))
+    assert out == records
+    worked = [*records[:4], {**records[4], "content": [{**records[4]["content"][0], "is_error": False}]}]
+    out = read(micro(write(tmp_path / "worked.jsonl", worked), "--dedupe-reads", "--keep", "9"))
+    assert out[2]["content"][0]["content"] == "[Previous: used read_file]"
+
+
+PATCH = "*** Begin Patch\n*** Update File: /repo/app.py\n@@\n-zzz\n+b\n*** End Patch"
+VERIFY_FAILED = "apply_patch verification failed: Failed to find expected lines in /repo/app.py:\nzzz"
+PATCHED = "Success. Updated the following files:\nM /repo/app.py\n"
+CUSTOM_PATCH = item({"type": "custom_tool_call", "name": "apply_patch", "call_id": "c2", "input": PATCH})
+SHELL_PATCH = shell("c2", f"apply_patch <<'EOF'\n{PATCH}\nEOF")
+READ_AGAIN = shell("c2", "sed -n '1,200p' app.py")
+
+
+def custom_output(text: str) -> dict:
+    return item({"type": "custom_tool_call_output", "call_id": "c2", "output": text})
+
+
+def json_output(text: str, code: int) -> dict:
+    return custom_output(json.dumps({"output": text, "metadata": {"exit_code": code}}))
+
+
+@pytest.mark.parametrize(
+    ("call", "answer_", "stale"),
+    [
+        # The forms Codex writes: a custom tool's own text, a JSON output with metadata, an exec's header.
+        (CUSTOM_PATCH, custom_output(VERIFY_FAILED), False),
+        (CUSTOM_PATCH, json_output("error: bad hunk\n", 1), False),
+        (SHELL_PATCH, output("c2", "Chunk ID: 1a2b3c\nProcess exited with code 1\nOutput:\nno\n"), False),
+        (SHELL_PATCH, output("c2", "Exit code: 1\nWall time: 0.1 seconds\nOutput:\nInvalid patch\n"), False),
+        (READ_AGAIN, output("c2", "Process exited with code 2\nOutput:\nsed: app.py: No such file\n"), False),
+        # ...and the same calls when they worked; an exit code inside the output is the command's text.
+        (CUSTOM_PATCH, json_output(PATCHED, 0), True),
+        (
+            SHELL_PATCH,
+            output("c2", "Chunk ID: 1a2b3c\nProcess exited with code 0\nOutput:\n" + PATCHED),
+            True,
+        ),
+        (READ_AGAIN, output("c2", "Exit code: 0\nOutput:\nExit code: 1\n" + LONG2), True),
+    ],
+    ids=[
+        "verification-failed",
+        "json-exit-1",
+        "exec-exit-1",
+        "old-exec-exit-1",
+        "read-failed",
+        "json-exit-0",
+        "exec-exit-0",
+        "read-again",
+    ],
+)
+def test_codex_a_failed_patch_or_read_does_not_make_a_read_stale(
+    tmp_path: Path, call: dict, answer_: dict, stale: bool
+) -> None:
+    first = [shell("c1", "sed -n '1,200p' app.py"), output("c1", LONG)]
+    records = [*ROLLOUT[:2], *first, call, answer_]
+    out = read(micro(write(tmp_path / "rollout.jsonl", records), "--dedupe-reads", "--keep", "9"))
+    assert out[3]["payload"]["output"] == ("[Previous: used exec_command]" if stale else LONG)
+    assert out[4:] == records[4:]

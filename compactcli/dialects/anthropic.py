@@ -16,6 +16,7 @@ from compactcli.dialects.base import (
     ToolResult,
     ToolUse,
     block_images,
+    blocks_failed_calls,
     blocks_tool_results,
     blocks_tool_uses,
     message_file_accesses,
@@ -84,6 +85,9 @@ class AnthropicDialect(Dialect):
 
     def file_accesses(self, record: dict) -> list[FileAccess]:
         return message_file_accesses(self.normalize(record))
+
+    def failed_calls(self, record: dict) -> list[str]:
+        return blocks_failed_calls(record.get("content")) if record.get("role") == "user" else []
 
     def images(self, record: dict) -> list[Image]:
         return block_images(record.get("content"))

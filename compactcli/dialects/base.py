@@ -137,6 +137,11 @@ class Dialect:
         """The record's tool calls that read or write a file."""
         return []
 
+    def failed_calls(self, record: dict) -> list[str]:
+        """Tool use ids whose result in this record says the call failed: such a call read or changed
+        no file (file_accesses of it do not count)."""
+        return []
+
     def working_folder(self, record: dict) -> str | None:
         """The folder the session works in from this record on, when the record says (relative paths
         of file_accesses are resolved against it)."""
@@ -364,6 +369,20 @@ def blocks_tool_results(content: object) -> list[ToolResult]:
         ToolResult(block.get("tool_use_id"), index, block.get("content"))
         for index, block in enumerate(content)
         if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
+
+
+def blocks_failed_calls(content: object) -> list[str]:
+    """Tool use ids of the tool_result blocks marked `is_error` (the Messages API's failed call)."""
+    if not isinstance(content, list):
+        return []
+    return [
+        block["tool_use_id"]
+        for block in content
+        if isinstance(block, dict)
+        and block.get("type") == "tool_result"
+        and block.get("is_error") is True
+        and isinstance(block.get("tool_use_id"), str)
     ]
 
 

@@ -22,6 +22,7 @@ from compactcli.dialects.base import (
     ToolResult,
     ToolUse,
     block_images,
+    blocks_failed_calls,
     blocks_thinking,
     blocks_tool_results,
     blocks_tool_uses,
@@ -166,6 +167,10 @@ class ClaudeCodeDialect(Dialect):
             part = "" if rule[1] else input_part(use["input"], READ_PARTS)
             found.append(FileAccess(use["id"], use["name"], path, rule[1], part))
         return found
+
+    def failed_calls(self, record: dict) -> list[str]:
+        message = self.message(record)
+        return blocks_failed_calls(message.get("content")) if message else []
 
     def working_folder(self, record: dict) -> str | None:
         folder = record.get("cwd")

@@ -364,6 +364,12 @@ class CodexDialect(Dialect):
             return []
         return call_file_accesses(entry)
 
+    def failed_calls(self, record: dict) -> list[str]:
+        entry = item(record)
+        if entry is None or entry.get("type") not in OUTPUTS or not isinstance(entry.get("call_id"), str):
+            return []
+        return [entry["call_id"]] if failed_output(entry.get("output")) else []
+
     def working_folder(self, record: dict) -> str | None:
         """session_meta and each turn_context name the folder the turn runs in."""
         if record.get("type") not in ("session_meta", "turn_context"):
@@ -459,6 +465,32 @@ def read_command(command: str) -> tuple[str, str] | None:
         if not words[3].startswith("-"):
             return words[3], words[2]
     return None
+
+
+# How Codex says a call failed: the exit code in the header of an exec's output (unified exec, then the
+# older format), the `metadata` of a JSON output, or apply_patch's own refusal of a patch that does not fit.
+_EXIT_HEADER = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)$", re.MULTILINE)
+_PATCH_REFUSED = ("apply_patch verification failed",)
+
+
+def failed_output(output: object) -> bool:
+    """Whether a call output says the call failed (a nonzero exit code, a patch refused)."""
+    if not isinstance(output, str):
+        return False
+    if output.startswith(_PATCH_REFUSED):
+        return True
+    if output.startswith('{"output"'):
+        try:
+            metadata = json.loads(output).get("metadata")
+        except (ValueError, AttributeError):
+            metadata = None
+        code = metadata.get("exit_code") if isinstance(metadata, dict) else None
+        return isinstance(code, int) and code != 0
+    # Only the header, before the command's own output (which may print anything).
+    end = output.find("\nOutput:")
+    header = output[:end] if end >= 0 else output.partition("\n")[0]
+    match = _EXIT_HEADER.search(header)
+    return match is not None and match.group(1) != "0"
 
 
 def call_file_accesses(entry: dict) -> list[FileAccess]:

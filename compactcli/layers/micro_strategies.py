@@ -3,6 +3,8 @@ them, and the changes they add to micro's plan.
 
 - --dedupe-reads: a result of reading a file is superseded by a later read of the same part of it with the
   same tool (or of the whole file), or by a later write of it; micro clears it (preserved tools too).
+  A call whose result is an error (Dialect.failed_calls) neither read nor changed the file: it supersedes
+  nothing, so the copy the model holds stays.
 - --keep-images N: only the last N images of each conversation stay; the others become a text placeholder.
 - --drop-progress: records only the UI reads (Dialect.is_progress) are dropped.
 - --drop-sidechains: the records of a sub-agent whose call has returned its result are dropped.
@@ -50,6 +52,7 @@ class StrategyIndex:
     dialect: Dialect
     options: MicroOptions
     accesses: dict[str, list[FileAccess]] = field(default_factory=dict)  # by tool use id
+    failed: set[str] = field(default_factory=set)  # tool use ids whose result is an error
     images: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # conversation -> (line, count)
     dropped: set[int] = field(default_factory=set)  # lines dropped whatever follows (progress)
     turns: dict[str, list[_Turn]] = field(default_factory=dict)
@@ -79,6 +82,7 @@ class StrategyIndex:
                         access, path=posixpath.normpath(posixpath.join(self._folder, access.path))
                     )
                 self.accesses.setdefault(access.tool_use_id, []).append(access)
+            self.failed.update(dialect.failed_calls(record))
         if options.keep_images is not None:
             count = len(dialect.images(record))
             if count:
@@ -150,6 +154,8 @@ class StrategyIndex:
                     newer = newer or (access.tool, access.path, "") in reads_after
                     if newer or access.path in writes_after:
                         stale.add((fact.line, fact.slot))
+                if (fact.tool_use_id or "") in self.failed:
+                    continue  # a failed edit changed nothing and a failed read copied nothing
                 for access in accesses:
                     if access.writes:
                         writes_after.add(access.path)
