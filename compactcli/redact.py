@@ -28,10 +28,14 @@ _OPENAI = re.compile(
 # An access key id, and the secret access key (40 base64 characters) when one follows shortly (a
 # console CSV, a pasted pair) without a `name = value` shape. The gap never holds another key id.
 _AWS_KEY_GAP = r"(?P<gap>(?:(?!A[KS]IA).){0,200}?)"
-_AWS_SECRET_KEY = r"(?<![A-Za-z0-9/+=])(?P<key>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
-_AWS = re.compile(
-    r"(?s)A(?<![A-Za-z0-9]A)[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])(?:" + _AWS_KEY_GAP + _AWS_SECRET_KEY + ")?"
-)
+# A JSON-escaped line break (`\\n` as two characters: tool inputs and outputs that hold JSON) starts a
+# word too: the letter before the key is not glued to it.
+_AWS_SECRET_KEY = r"(?<!(?<!\\)[A-Za-z0-9/+=])(?P<key>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+_AWS_KEY_ID = r"A(?<!(?<!\\)[A-Za-z0-9]A)[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])"
+_AWS = re.compile(r"(?s)" + _AWS_KEY_ID + "(?:" + _AWS_KEY_GAP + _AWS_SECRET_KEY + ")?")
+# The secret access key shortly before its key id (a pasted pair in the other order). The lookbehind
+# comes first so that a long base64 run (an image) fails at each position at once.
+_AWS_KEY_BEFORE_ID = re.compile(r"(?s)" + _AWS_SECRET_KEY + r"(?:(?!A[KS]IA).){0,200}?" + _AWS_KEY_ID)
 _GITHUB = re.compile(r"gh(?<![A-Za-z0-9_-]gh)[pousr]_[A-Za-z0-9]{20,}")
 _GITHUB_PAT = re.compile(r"github_pat_(?<![A-Za-z0-9_-]github_pat_)[A-Za-z0-9_]{22,}")
 _SLACK = re.compile(r"xox(?<![A-Za-z0-9_-]xox)[abposr]-[A-Za-z0-9-]{10,}")
@@ -280,14 +284,28 @@ _CLI_FLAG = re.compile(
 _NETRC = re.compile(r"\blogin\s+\S+\s+password\s+(?P<pw>\S+)")
 # The words "secret access key" (the `aws configure` prompt, a console CSV's header), then the key.
 _AWS_SECRET_AFTER_NAME = re.compile(
-    r"(?s)secret access key" + _AWS_KEY_GAP + r"(?<![a-z0-9/+=])(?P<key>[a-z0-9/+]{40})(?![a-z0-9/+=])"
+    r"(?s)secret access key" + _AWS_KEY_GAP + r"(?<!(?<!\\)[a-z0-9/+=])(?P<key>[a-z0-9/+]{40})(?![a-z0-9/+=])"
 )
 # Prose: "the password is X", "the DB password for staging was X", "set the password to X".
 # Lower-case, run over the lower-cased text; X must not read as a word (see _prose_password).
 _PROSE_PASSWORD = re.compile(
     r"(?<![a-z0-9_])passw(?:or)?d(?:\s+(?:for|of|on)(?:\s+[\w.@-]+){1,2})?"
-    r"\s+(?:is|was|to)(?:\s*:)?\s+(?P<q>[\"'`]?)(?P<pw>[^\s\"'`]{3,127}[^\s\"'`.,;:!?)\]])"
+    r"\s+(?P<verb>is|was|to)(?:\s*:)?\s+(?P<q>[\"'`]?)(?P<pw>[^\s\"'`]{3,127}[^\s\"'`.,;:!?)\]])"
 )
+# A plain word ends the clause that gives it (`the password is hunter.`, a `password: word` line): what
+# follows is punctuation or the end of the line, not more words ("the password is stored in Vault").
+_CLAUSE_END = re.compile(r"[ \t]*(?:[.,;!?)\]]|\r|\n|\\[nr]|$)")
+_LINE_END = re.compile(r"[ \t]*(?:\r|\n|\\[nr]|$)")
+# Words that say something about a password rather than being one, and type names (`password: boolean`).
+_ABOUT_A_PASSWORD = frozenset(
+    "wrong correct incorrect invalid valid empty blank weak strong secure insecure short long missing "
+    "required optional mandatory same different new old unknown unset set fine okay good bad right here "
+    "there this that what above below hidden visible masked plain plaintext cleartext default temporary "
+    "random unique private public sensitive incomplete complete current present absent reset still also "
+    "gone known shown given taken broken stale yours mine ours theirs his hers true false "
+    "boolean bool number integer float double object array any never void bytes text varchar char".split()
+)
+_DESCRIBING_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "ive", "ous", "ful", "less", "ent", "ant")
 
 # Kubernetes Secret manifests: every value under `data:` (base64) or `stringData:` (plain) is a
 # secret whatever its name. Only in a YAML document (between `---` lines) or a text that says
@@ -303,6 +321,7 @@ _K8S_JSON_VALUE = re.compile(r'\\?"[^"\\]*\\?"\s*:\s*\\?"(?P<value>[^"\\]+)\\?"'
 # No rule matches fewer characters than `://:p@h` (a URL password).
 _SHORTEST_MATCH = 7
 _MAX_PASSES = 4  # at most, over one text (in practice one, or two where a secret was found)
+_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pwd"})
 _ASSIGNMENT_GUARDS = ("key", "secret", "passw", "passphrase", "pwd", "token")
 _PLACEHOLDER_VALUES = frozenset(
     "string str none null nil true false undefined required optional redacted "
@@ -385,7 +404,14 @@ def _assignment(m: re.Match[str], text: str, counts: Counter[str]) -> str | None
     start, end = m.span(group)
     setting = text[m.start("word") : m.end("word")].isupper()
     if not _is_secret_value(text[start:end], quoted=group == "qval", setting=setting):
-        return None
+        # `password: word` ending its line (YAML, a note), the word on the same line as the colon.
+        # Not `password = word` (code: a variable) nor `password: word,` (an object's field).
+        labelled = group == "val" and m.group("word").lower() in _PASSWORD_WORDS
+        between = text[m.end("word") : start]
+        if not labelled or ":" not in between or "\n" in between or "\\n" in between:
+            return None
+        if not _plain_word_password(text[start:end], text, end, _LINE_END):
+            return None
     kind = _kind_of_word(m.group("word"))
     counts[kind] += 1
     return f"{text[m.start() : start]}[REDACTED:{kind}]{text[end : m.end()]}"
@@ -412,12 +438,26 @@ def _cli_password(group: str) -> Replacer:
     return replace
 
 
+def _plain_word_password(value: str, text: str, end: int, ends: re.Pattern[str] = _CLAUSE_END) -> bool:
+    """A plain word (letters, not camelCase: that is code) that ends its clause (`ends` matches after
+    it) and says nothing about a password ("wrong", "required", "hashed") is given as the password."""
+    if not value.isalpha() or not (value.islower() or value.isupper() or value[1:].islower()):
+        return False
+    word = value.lower()
+    if word in _ABOUT_A_PASSWORD or word in _PLACEHOLDER_VALUES or word.endswith(_DESCRIBING_SUFFIXES):
+        return False
+    return ends.match(text, end) is not None
+
+
 def _prose_password(m: re.Match[str], text: str, counts: Counter[str]) -> str | None:
-    """Only a value that is not a word or an identifier ("the password is stored") is a password."""
+    """A value that is not a word or an identifier ("the password is stored") is a password; so is a
+    plain word that ends the sentence after "is" or "was" ("the password is hunter.")."""
     start, end = m.span("pw")
     if m.group("q") and text[end : end + 1] != text[m.start("q")]:
         return None  # an opening quote without its closing one
-    if not _is_secret_value(text[start:end], quoted=False):
+    value = text[start:end]
+    plain = m.group("verb") != "to" and not m.group("q") and _plain_word_password(value, text, end)
+    if not plain and not _is_secret_value(value, quoted=False):
         return None
     counts["password"] += 1
     return text[m.start() : start] + "[REDACTED:password]" + text[end : m.end()]
@@ -440,6 +480,17 @@ def _aws_secret_key(m: re.Match[str], text: str, counts: Counter[str]) -> str | 
     return head + text[m.start("gap") : start] + "[REDACTED:aws_secret_key]"
 
 
+def _aws_key_before_id(m: re.Match[str], text: str, counts: Counter[str]) -> str | None:
+    """The key of an `_AWS_KEY_BEFORE_ID` match when it reads as base64 of random bytes: mixed case and
+    a digit (a 40-character path has no digit, a digest one case). The key id is left to `_AWS`."""
+    start, end = m.span("key")
+    key = text[start:end]
+    if key.lower() == key or key.upper() == key or not any(c.isdigit() for c in key):
+        return None
+    counts["aws_secret_key"] += 1
+    return "[REDACTED:aws_secret_key]" + text[end : m.end()]
+
+
 # Whole blocks first: a key format right after a private key block starts a word only once the
 # block is a marker, so the key-format scan runs after these (or a second pass would find it).
 _BLOCK_RULES: tuple[_Rule, ...] = (
@@ -449,6 +500,7 @@ _BLOCK_RULES: tuple[_Rule, ...] = (
 _RULES: tuple[_Rule, ...] = (
     _Rule(("sk-ant-",), _ANTHROPIC, _whole("anthropic_key")),
     _Rule(("sk-",), _OPENAI, _whole("openai_key")),
+    _Rule(("AKIA", "ASIA"), _AWS_KEY_BEFORE_ID, _aws_key_before_id),  # before _AWS hides the key id
     _Rule(("AKIA", "ASIA"), _AWS, _aws_secret_key),
     _Rule(("gh",), _GITHUB, _whole("github_token")),
     _Rule(("github_pat_",), _GITHUB_PAT, _whole("github_token")),

@@ -137,6 +137,11 @@ def _planted() -> list[tuple[str, str, str]]:
     add("password", pw(), "the staging db password is {s}")
     manifest = "apiVersion: v1\nkind: Secret\ndata:\n  password: {s}\ntype: Opaque"
     add("kubernetes_secret", r(30, ALNUM + "+/") + "==", manifest)
+    # A plain word where the text gives it as the password; a secret key before its key id.
+    add("password", "qu" + r(7, LOWER) + "x", "the wifi password is {s}.")
+    add("password", "zo" + r(10, LOWER) + "k", "db:\n  host: db.internal\n  password: {s}\n  user: app")
+    other_id = "AS" + "IA" + r(16, UPPER + DIGITS)
+    add("aws_secret_key", "q9" + r(38, ALNUM + "/+"), "{s}\n" + other_id)
     return items
 
 

@@ -440,3 +440,112 @@ def test_a_key_format_right_after_a_private_key_block_is_found_in_the_first_pass
     once, counts = redact(PEM_KEY + "glptt-" + "Ab3_cD-" * 4)
     assert once == "[REDACTED:private_key][REDACTED:gitlab_token]"
     assert counts == Counter(private_key=1, gitlab_token=1)
+
+
+# -- a password that is a plain word, where the text gives it as the value -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("the password is hunter", "the password is [REDACTED:password]"),
+        ("The password is Swordfish.", "The password is [REDACTED:password]."),
+        (
+            "the admin password was rosebud, the user is bob",
+            "the admin password was [REDACTED:password], the user is bob",
+        ),
+        (
+            "The DB password for staging is letmein\nthen run it",
+            "The DB password for staging is [REDACTED:password]\nthen run it",
+        ),
+        ("password: correcthorsebattery", "password: [REDACTED:password]"),
+        ("Password: Correcthorsebattery\n", "Password: [REDACTED:password]\n"),
+        (
+            "db:\n  password: correcthorsebattery\n  user: app\n",
+            "db:\n  password: [REDACTED:password]\n  user: app\n",
+        ),
+        (
+            '{"content": "db:\\n  passwd: correcthorsebattery\\n"}',
+            '{"content": "db:\\n  passwd: [REDACTED:password]\\n"}',
+        ),
+    ],
+)
+def test_a_plain_word_given_as_the_password_is_redacted(text: str, expected: str) -> None:
+    assert redact(text) == (expected, Counter(password=1))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "implement the password reset flow",
+        "the password reset flow is broken",
+        "Password: required",
+        "Password: Required\n",
+        "the password is incorrect.",
+        "Your password is wrong",
+        "the password was changed.",
+        "the password is hashed",
+        "the password is weak; pick another",
+        "the password is missing",
+        "the password is reset.",
+        "the password is still",
+        "the password is yours.",
+        "the password is stored in Vault",
+        "the password is the same as before",
+        "password: user_input",
+        "password: hashedPassword\n",
+        "  password: boolean\n",
+        "Password:\nsection two covers tokens",
+        "password: correct horse battery",  # words that go on: a sentence, not a value
+        "{ password: generated, user }",
+    ],
+)
+def test_prose_and_code_about_a_password_are_left_alone(text: str) -> None:
+    assert redact(text) == (text, Counter())
+
+
+# -- an AWS secret access key before its key id --------------------------------------------------------
+
+PATH_40 = "app/Components/Employer/DashboardViewPage"[:40]  # a path: mixed case, no digit
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "keys"),
+    [
+        (f"{AWS_SECRET} {AWS_KEY_ID}", "[REDACTED:aws_secret_key] [REDACTED:aws_access_key_id]", 1),
+        (
+            f"{AWS_SECRET},{AWS_SESSION_KEY_ID}\n",
+            "[REDACTED:aws_secret_key],[REDACTED:aws_access_key_id]\n",
+            1,
+        ),
+        (
+            f"key: {AWS_SECRET}\nid for it: {AWS_KEY_ID}",
+            "key: [REDACTED:aws_secret_key]\nid for it: [REDACTED:aws_access_key_id]",
+            1,
+        ),
+        # A JSON-escaped line break between them (a tool input as the summarizer is sent it).
+        (
+            f'{{"command": "{AWS_SECRET}\\n{AWS_KEY_ID}"}}',
+            '{"command": "[REDACTED:aws_secret_key]\\n[REDACTED:aws_access_key_id]"}',
+            1,
+        ),
+        (
+            f'{{"command": "cat creds\\n{AWS_KEY_ID}\\n{AWS_SECRET}"}}',
+            '{"command": "cat creds\\n[REDACTED:aws_access_key_id]\\n[REDACTED:aws_secret_key]"}',
+            1,
+        ),
+        # Not a key: a digest (one case), a path (no digit), a key too far before the id.
+        (
+            f"9fceb02d0ae598e95dc970b74767f19372d61af8 {AWS_KEY_ID}",
+            "9fceb02d0ae598e95dc970b74767f19372d61af8 [REDACTED:aws_access_key_id]",
+            0,
+        ),
+        (f"{PATH_40} {AWS_KEY_ID}", f"{PATH_40} [REDACTED:aws_access_key_id]", 0),
+        (f"{AWS_SECRET}{' ' * 201}{AWS_KEY_ID}", f"{AWS_SECRET}{' ' * 201}[REDACTED:aws_access_key_id]", 0),
+    ],
+)
+def test_an_aws_secret_key_before_its_key_id(text: str, expected: str, keys: int) -> None:
+    assert len(PATH_40) == 40 and not any(c.isdigit() for c in PATH_40)
+    out, counts = redact(text)
+    assert out == expected
+    assert counts == Counter({"aws_access_key_id": 1} | ({"aws_secret_key": keys} if keys else {}))

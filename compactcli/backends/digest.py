@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from compactcli import redact as redaction
@@ -104,8 +104,10 @@ class _Facts:
 class Digest:
     """Feed normalized messages with `add`; `text()` is the digest."""
 
-    def __init__(self, focus: str | None = None) -> None:
+    def __init__(self, focus: str | None = None, *, redact: bool = False) -> None:
         self.facts = _Facts()
+        self.redact = redact
+        self.found: Counter[str] = Counter()  # what the one-line facts had redacted
         self.focus = focus.strip() if focus and focus.strip() else None
         self._focus_re = re.compile(re.escape(self.focus), re.IGNORECASE) if self.focus else None
 
@@ -141,7 +143,7 @@ class Digest:
                 facts.task_label = "Earlier summary (the conversation starts with it)"
             return
         if not text.startswith(NOT_USER_WORDS):
-            facts.instructions.append((facts.messages, _one_line(text, INSTRUCTION_CHARS)))
+            facts.instructions.append((facts.messages, self._line(text, INSTRUCTION_CHARS)))
 
     def _tool_use(self, block: dict) -> None:
         facts = self.facts
@@ -163,7 +165,7 @@ class Digest:
                 if isinstance(command, list):
                     command = " ".join(str(part) for part in command)
                 if isinstance(command, str) and command.strip():
-                    facts.commands.append(_one_line(command, 200))
+                    facts.commands.append(self._line(command, 200))
                     break
 
     def _tool_result(self, block: dict) -> None:
@@ -171,7 +173,7 @@ class Digest:
         text = _result_text(block.get("content"))
         use_id = block.get("tool_use_id")
         name = facts.tool_names.get(use_id, "unknown") if isinstance(use_id, str) else "unknown"
-        error = _error_in(text, bool(block.get("is_error")))
+        error = _error_in(text, bool(block.get("is_error")), self._line)
         if error and all(error != seen for _, seen in facts.errors):
             facts.errors.append((name, error))
         if text:
@@ -183,12 +185,22 @@ class Digest:
         match = self._focus_re.search(text)
         if match:
             start, end = max(0, match.start() - 150), match.end() + 150
-            self.facts.focus.append((number, _one_line(text[start:end], 320)))
+            self.facts.focus.append((number, self._line(text[start:end], 320)))
+
+    def _line(self, text: str, limit: int) -> str:
+        """`text` on one line, redacted first when the digest is: a rule that reads where a line ends
+        (`password: word`) no longer sees it once the lines are joined."""
+        if self.redact:
+            text, found = redaction.redact(text)
+            self.found.update(found)
+        return _one_line(text, limit)
 
     def text(self, counts: Counter[str] | None = None) -> str:
         """The digest. With `counts`, the quoted texts are redacted before they are clipped, and
         what was replaced is counted there (the caller redacts the rest)."""
         facts = self.facts
+        if counts is not None:
+            counts.update(self.found)
         out = [f"Offline digest of {facts.messages} messages (written without a model)."]
         if facts.task:
             out.append(f"## {facts.task_label}\n" + _quote(facts.task, TASK_CHARS, counts))
@@ -273,21 +285,21 @@ def _result_text(content: object) -> str:
     return "" if content is None else json.dumps(content, ensure_ascii=False, default=str)
 
 
-def _error_in(text: str, is_error: bool) -> str | None:
-    """One line that says what went wrong in a tool result, or None."""
+def _error_in(text: str, is_error: bool, one_line: Callable[[str, int], str] = _one_line) -> str | None:
+    """One line that says what went wrong in a tool result, or None (`one_line` makes each line one)."""
     if _TRACEBACK in text:
         tail = text[text.rindex(_TRACEBACK) :].strip().splitlines()
         # The exception line: the last one that does not start with whitespace.
         for line in reversed(tail[1:]):
             if line.strip() and not line.startswith((" ", "\t")):
-                return _one_line(line, 240)
+                return one_line(line, 240)
     failed = _FAILED_LINE.search(text)
     if failed:
-        return _one_line(failed.group(0), 240)
+        return one_line(failed.group(0), 240)
     exit_code = _EXIT.search(text)
     if exit_code or is_error:
         # The first two lines: "Exit code 1" alone says little, the line after it says what failed.
-        head = " / ".join([line.strip() for line in text.splitlines() if line.strip()][:2])
+        head = " / ".join([one_line(line, 240) for line in text.splitlines() if line.strip()][:2])
         if exit_code and exit_code.group(0).strip() not in head:
             head = f"{exit_code.group(0).strip()}: {head}"
         return _one_line(head, 240) or "(error, no output)"
@@ -311,7 +323,7 @@ class DigestSummarizer:
     redactions: Counter[str] = field(default_factory=Counter)
 
     def summarize(self, messages: Iterable[dict], *, focus: str | None = None) -> str:
-        builder = Digest(focus)
+        builder = Digest(focus, redact=self.redact)
         for message in messages:
             builder.add(message)
         if not self.redact:
