@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 from helpers.cli import invoke
 
+from compactcli.dialects.base import MAIN
+from compactcli.dialects.claude_code import ChainOrder, SidechainTracker
+
 LONG = "def parse(text):\n    return [line.split(',') for line in text.splitlines()]\n" * 6  # 474 chars
 LONG2 = "class Parser:\n    separator = ','\n" * 12  # 420 chars
 PNG = (
@@ -498,3 +501,48 @@ def test_codex_a_failed_patch_or_read_does_not_make_a_read_stale(
     out = read(micro(write(tmp_path / "rollout.jsonl", records), "--dedupe-reads", "--keep", "9"))
     assert out[3]["payload"]["output"] == ("[Previous: used exec_command]" if stale else LONG)
     assert out[4:] == records[4:]
+
+
+# -- a compaction hangs from the history before it by logicalParentUuid ---------------------------------
+
+COMPACTED = [
+    said("u1", None, "Fix the parser."),  # 0
+    answer("a1", "u1", "m1", {"type": "text", "text": "Done."}),  # 1
+    cc("p1", "a1", "progress", data={"type": "hook_progress", "hookEvent": "Stop"}),  # 2
+    said("x1", "p1", "Try another way."),  # 3 abandoned: the user went back to p1 and compacted there
+    answer("x2", "x1", "m2", {"type": "text", "text": "Another way."}),  # 4
+    cc(  # 5
+        "b1",
+        None,
+        "system",
+        subtype="compact_boundary",
+        content="Conversation compacted",
+        logicalParentUuid="p1",
+        compactMetadata={"trigger": "manual", "preTokens": 120},
+    ),
+    said("s1", "b1", "This session is being continued.", isCompactSummary=True),  # 6
+    said("u2", "s1", "Now add a test."),  # 7
+    answer("a2", "u2", "m3", {"type": "text", "text": "Added."}),  # 8
+]
+
+
+def chain_view(path: Path) -> list[str]:
+    """The conversation as Claude Code's chain gives it (ChainOrder), by uuid."""
+    records = read(path)
+    order = ChainOrder(SidechainTracker())
+    for line, record in enumerate(records):
+        assert order.add(line, 0, record) == MAIN
+    return [records[line]["uuid"] for line, _ in order.order()]
+
+
+def test_drop_progress_relinks_a_compaction_whose_logical_parent_goes(tmp_path: Path) -> None:
+    source = write(tmp_path / "compacted.jsonl", COMPACTED)
+    out = micro(source, "--drop-progress", "--keep", "9")  # validates too
+    records = by_uuid(read(out))
+    assert "p1" not in records
+    assert records["b1"] == {**COMPACTED[5], "logicalParentUuid": "a1"}  # parentUuid stays null
+    assert records["x1"]["parentUuid"] == "a1"
+    # The chain reads the same conversation, less the record dropped: not the abandoned branch.
+    assert chain_view(source) == ["u1", "a1", "p1", "b1", "s1", "u2", "a2"]
+    assert chain_view(out) == ["u1", "a1", "b1", "s1", "u2", "a2"]
+    assert invoke("micro", out, "--drop-progress", "--keep", "9", "--check").exit_code == 0

@@ -47,12 +47,14 @@ def run(data: bytes, dialect: str, options: list[str]) -> bytes:
 
 
 def dangling(records: list[dict]) -> set[str]:
-    """Records (by uuid) whose parentUuid names no record of the file: a broken chain."""
+    """Records (by uuid) whose parentUuid, or a compaction's logicalParentUuid (the history before it),
+    names no record of the file: a broken chain."""
     uuids = {record.get("uuid") for record in records}
     return {
         record["uuid"]
         for record in records
-        if isinstance(record.get("parentUuid"), str) and record["parentUuid"] not in uuids
+        for parent in [record.get("parentUuid") or record.get("logicalParentUuid")]
+        if isinstance(parent, str) and parent not in uuids
     }
 
 

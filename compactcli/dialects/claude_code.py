@@ -73,6 +73,15 @@ IDENTITY = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch
 _NOT_SENT = {"type", "displayPath", "commandMode", "isInitial", "itemCount", "skillCount"}
 
 
+def parent_field(record: dict) -> str:
+    """The field that links a record to the one before it in the chain: `parentUuid`, or, where that
+    is null, `logicalParentUuid` (a compaction starts a new chain but continues the conversation: the
+    history before it is the path a replay walks, and the one Claude Code shows)."""
+    if not record.get("parentUuid") and record.get("logicalParentUuid"):
+        return "logicalParentUuid"
+    return "parentUuid"
+
+
 def is_compact_boundary(record: dict) -> bool:
     return record.get("type") == "system" and record.get("subtype") == "compact_boundary"
 
@@ -257,11 +266,16 @@ class ClaudeCodeDialect(Dialect):
         return record.get("type") == "summary"  # the session's title in the resume list
 
     def link(self, record: dict) -> tuple[str | None, str | None]:
-        uuid, parent = record.get("uuid"), record.get("parentUuid")
+        uuid, parent = record.get("uuid"), record.get(parent_field(record))
         return (uuid if isinstance(uuid, str) else None, parent if isinstance(parent, str) else None)
 
     def set_parent(self, record: dict, parent: str | None) -> None:
-        record["parentUuid"] = parent
+        """A compaction keeps its null parentUuid (what makes it one): its logicalParentUuid moves, to
+        a record that is there; with none left before it, it keeps naming the history it came from
+        (a file of its own, as replay writes: the null parentUuid already starts the chain there)."""
+        field = parent_field(record)
+        if field == "parentUuid" or parent is not None:
+            record[field] = parent
 
     def summary_records(
         self,
@@ -435,9 +449,7 @@ class _Chain:
             if get("type") not in MESSAGE_TYPES:
                 return False  # titles, snapshots, queue operations: no message, no place in the chain
             uuid = f"line:{line}"
-        # A compaction starts a new chain (parentUuid null) but continues the conversation: the history
-        # before it is the path a replay walks.
-        parent = parent or get("logicalParentUuid")
+        parent = get(parent_field(record)) or None  # a compaction's: its logicalParentUuid
         if type(parent) is not str:
             # Only an explicit null starts a tree (the first prompt); a compaction continues the one
             # before it, and a record that names no parent at all follows the record before it.
