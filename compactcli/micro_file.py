@@ -164,13 +164,16 @@ def analyze(
                 continue
             if counter is not None:
                 counter.add(record)
-            conversation = order.add(number, start, record) if order is not None else None
+            if order is not None:
+                conversation, scanned = order.add_scan(number, start, record)
+            else:
+                conversation = scanned = None
             if strategies is not None:  # before `apply` below changes the record
                 strategies.add(number, record)
                 edit.spans[number] = (start, len(raw))
             candidates = []
             copies = index.copy_count
-            facts = index.add(number, record, conversation)
+            facts = index.add(number, record, conversation, scanned)
             if facts or index.copy_count != copies:  # a UI copy may be cleared too
                 edit.spans[number] = (start, len(raw))
             if index.copy_count != copies:  # cleared as its result will be, if that one is cleared

@@ -17,7 +17,7 @@ from compactcli.dialects import get
 from tests.helpers.chain_reference import chain_order
 
 CLAUDE_CODE = get("claude-code")
-KINDS = ["prompt", "result", "meta", "assistant", "split", "progress", "snapshot", "boundary"]
+KINDS = ["prompt", "result", "mixed", "meta", "assistant", "split", "progress", "snapshot", "boundary"]
 PARENTS = ["before", "before", "before", "earlier", "null", "absent", "torn"]
 
 
@@ -40,10 +40,13 @@ def logs(draw: st.DrawFn) -> list[dict]:
         elif kind in ("assistant", "split"):
             response += kind == "assistant"
             message = {"id": f"msg{response}", "role": "assistant", "content": []}
+            if draw(st.booleans()):
+                message["content"] = [{"type": "tool_use", "id": f"t{rank}", "name": "Bash", "input": {}}]
             record.update(type="assistant", message=message)
         else:
             result = {"type": "tool_result", "tool_use_id": "t", "content": "x"}
-            record["message"] = {"role": "user", "content": [result] if kind == "result" else "hi"}
+            content = {"result": [result], "mixed": [result, {"type": "text", "text": "and"}]}.get(kind, "hi")
+            record["message"] = {"role": "user", "content": content}
             if kind == "meta":
                 record["isMeta"] = True
         if how == "before":
@@ -83,6 +86,18 @@ def chain_lines(records: list[dict]) -> list[int]:
 @given(logs())
 def test_the_chain_order_is_the_model_s(records: list[dict]) -> None:
     assert chain_lines(records) == chain_order(records)
+
+
+@settings(max_examples=200, deadline=None)
+@given(logs())
+def test_add_scan_is_add_and_scan_in_one_read(records: list[dict]) -> None:
+    # micro's first pass takes each record's conversation and tool blocks from add_scan.
+    by_add, by_add_scan = CLAUDE_CODE.new_order(), CLAUDE_CODE.new_order()
+    for number, record in enumerate(records, 1):
+        key, (uses, results) = by_add_scan.add_scan(number, number * 10, record)
+        assert key == by_add.add(number, number * 10, record)
+        assert (list(uses), list(results)) == CLAUDE_CODE.scan(record)
+    assert by_add_scan.order() == by_add.order()
 
 
 def test_a_split_response_is_whole_in_a_log_without_forks() -> None:

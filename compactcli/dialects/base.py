@@ -7,7 +7,7 @@ calls, how a summary is written) is a method here, with the default most dialect
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -43,6 +43,11 @@ class ToolResult:
 class ToolUse:
     id: str
     name: str
+
+
+# A record's tool uses and results (Dialect.scan), read only; a record with no message has none.
+Scan = tuple[Sequence[ToolUse], Sequence[ToolResult]]
+NOTHING_SCANNED: Scan = ((), ())
 
 
 @dataclass(slots=True, frozen=True)
@@ -312,6 +317,10 @@ class RecordOrder(Protocol):
 
     def add(self, line: int, offset: int, record: dict) -> str:
         """Take the record in; returns its conversation's key (as the dialect's ConversationTracker)."""
+        ...
+
+    def add_scan(self, line: int, offset: int, record: dict) -> tuple[str, Scan]:
+        """`add`, and the record's Dialect.scan, in one read of the record."""
         ...
 
     def order(self) -> list[tuple[int, int]]: ...

@@ -13,12 +13,14 @@ from compactcli.dialects.base import (
     BOUNDARY,
     MAIN,
     NO,
+    NOTHING_SCANNED,
     PROVES,
     SUMMARY,
     ConversationTracker,
     Dialect,
     FileAccess,
     Image,
+    Scan,
     ToolResult,
     ToolUse,
     block_images,
@@ -365,6 +367,10 @@ class ChainOrder:
 
     def add(self, line: int, offset: int, record: dict) -> str:
         """Place the record in its conversation; returns the conversation's key (ConversationTracker)."""
+        return self.add_scan(line, offset, record)[0]
+
+    def add_scan(self, line: int, offset: int, record: dict) -> tuple[str, Scan]:
+        """`add` and ClaudeCodeDialect.scan in one read of the record (micro's first pass needs both)."""
         get = record.get
         if get("isSidechain") is True:
             key = self._tracker.key(record)
@@ -373,6 +379,13 @@ class ChainOrder:
                 chain = self._chains[key] = _Chain()
         else:
             key, chain = MAIN, self._main
+        kind = get("type")
+        message = get("message")
+        if type(message) is dict and kind in MESSAGE_TYPES:
+            content = message.get("content")
+            scanned = scan_blocks(content)
+        else:
+            content, scanned = None, NOTHING_SCANNED
         uuid = get("uuid")
         parent = get("parentUuid")
         if parent == chain.last and parent and type(uuid) is str:  # the child of the record before
@@ -381,20 +394,18 @@ class ChainOrder:
             chain.uuids.append(uuid)
             chain.last = uuid
         elif not chain.link(line, offset, record, uuid, parent):
-            return key
-        kind = get("type")
+            return key, scanned
         if kind == "assistant":
-            message = get("message")
             chain.parts.append(message.get("id") if type(message) is dict else None)
         elif kind != "user":
             chain.parts.append(_NO_MESSAGE)
         elif get("isMeta"):
             chain.parts.append(None)
-        else:
-            message = get("message")
-            content = message.get("content") if type(message) is dict else None
-            chain.parts.append(None if _only_results(content) else _PROMPT)
-        return key
+        else:  # every block a tool result (scan_blocks takes each dict block of type tool_result)?
+            results = scanned[1]
+            only_results = bool(results) and len(results) == len(content)  # type: ignore[arg-type]
+            chain.parts.append(None if only_results else _PROMPT)
+        return key, scanned
 
     def order(self) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
@@ -408,7 +419,7 @@ class ChainOrder:
     def in_file_order(self) -> bool:
         """Every record of every conversation is in order(), each conversation's in file order: what
         follows the order per conversation need not move anything."""
-        return all(list(chain.active()) == list(range(len(chain.lines))) for chain in self._chains.values())
+        return all(chain.in_file_order() for chain in self._chains.values())
 
 
 # What _Chain.parts holds for a record besides an assistant record's message.id (None: nothing to note).
@@ -470,6 +481,12 @@ class _Chain:
             ordered = self._order(position) if len(position) == count else self._repeats_resolved()
             self._active = (count, ordered)
         return self._active[1]
+
+    def in_file_order(self) -> bool:
+        """Every record is on the active branch, in file order."""
+        ordered = self.active()
+        everything = range(len(self.lines))
+        return ordered == everything if type(ordered) is range else ordered == list(everything)
 
     def _repeats_resolved(self) -> list[int]:
         """The order where a uuid is written twice: the first record keeps it, a later message record
@@ -645,15 +662,6 @@ def _tool_use_blocks(message: dict | None) -> list[dict]:
     if not isinstance(content, list):
         return []
     return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b]
-
-
-def _only_results(content: object) -> bool:
-    if type(content) is not list or not content:
-        return False
-    for block in content:
-        if type(block) is not dict or block.get("type") != "tool_result":
-            return False
-    return True
 
 
 CLAUDE_CODE = ClaudeCodeDialect()

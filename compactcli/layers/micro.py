@@ -17,6 +17,7 @@ from compactcli.constants import DEFAULT_PLACEHOLDER, DEFAULT_PRESERVE
 
 if TYPE_CHECKING:
     from compactcli.dialects import Dialect
+    from compactcli.dialects.base import Scan
     from compactcli.layers.micro_strategies import StrategyIndex
 
 # A result that may be a placeholder already in place is remembered verbatim (idempotence).
@@ -155,12 +156,15 @@ class MicroIndex:
         # Only texts that could be a placeholder are kept: memory must not follow the file's size.
         return len(text) <= _REMEMBER_TEXT_UP_TO and text.startswith(self._head) and text.endswith(self._tail)
 
-    def add(self, line: int, record: dict, conversation: str | None = None) -> list[ResultFact]:
+    def add(
+        self, line: int, record: dict, conversation: str | None = None, scanned: Scan | None = None
+    ) -> list[ResultFact]:
         """Remember the record's tool uses and results; returns the results' facts. `conversation`: the
-        record's conversation where the caller knows it already (RecordOrder.add)."""
+        record's conversation, and `scanned`: its Dialect.scan, where the caller knows them already
+        (RecordOrder.add_scan)."""
         if conversation is None:
             conversation = self._tracker.key(record)
-        uses, results = self.dialect.scan(record)
+        uses, results = scanned if scanned is not None else self.dialect.scan(record)
         for use in uses:
             self.tool_names.setdefault(use.id, use.name)
         if self.dialect.has_result_copies:
