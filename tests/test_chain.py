@@ -90,3 +90,31 @@ def test_sub_agent_files_are_conversations_of_their_own():
     reports = [json.loads(line) for line in result.stdout.splitlines()]
     assert sorted(Path(r["path"]).name for r in reports) == ["agent-a1b2c3d.jsonl", "session.jsonl"]
     assert all(r["status"] == "valid" and r["stats"]["conversations"] == 1 for r in reports)
+
+
+@pytest.mark.parametrize("odd_id", [{"x": 1}, ["msg_A"], 7])
+def test_a_message_id_that_is_no_string_groups_nothing(tmp_path, odd_id):
+    # A damaged log: two assistant records whose message.id is no string. The chain cannot group by such
+    # an id (a dict or list cannot even be looked up), so each record stands alone; reading goes on.
+    def record(uuid, parent, kind, content, **message):
+        return {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s",
+                "message": {"role": kind, "content": content, **message}}  # fmt: skip
+
+    use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x" * 200}
+    records = [
+        record("u1", None, "user", "List the files."),
+        record("a1", "u1", "assistant", [use], id=odd_id),
+        record("u2", "a1", "user", [result]),
+        record("a2", "u2", "assistant", [{"type": "text", "text": "Done."}], id=odd_id),
+    ]
+    path = tmp_path / "odd-id.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    for args in (["validate"], ["estimate"], ["replay"], ["micro", "--keep", "0", "-o", "-"]):
+        run = CliRunner().invoke(cli, [*args, str(path)])
+        assert run.exit_code == 0, (args, run.output, run.exception)
+    micro = CliRunner().invoke(cli, ["micro", "--keep", "0", "-o", "-", str(path)])
+    assert (
+        json.loads(micro.stdout.splitlines()[2])["message"]["content"][0]["content"]
+        == "[Previous: used Bash]"
+    )

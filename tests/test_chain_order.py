@@ -18,6 +18,8 @@ from tests.helpers.chain_reference import chain_order
 
 CLAUDE_CODE = get("claude-code")
 KINDS = ["prompt", "result", "mixed", "meta", "assistant", "split", "progress", "snapshot", "boundary"]
+# What a damaged log may hold as a message.id besides a string: it groups nothing.
+ODD_IDS = [None, 7, ["m"], {"id": "m"}]
 PARENTS = ["before", "before", "before", "earlier", "null", "absent", "torn"]
 
 
@@ -40,6 +42,8 @@ def logs(draw: st.DrawFn) -> list[dict]:
         elif kind in ("assistant", "split"):
             response += kind == "assistant"
             message = {"id": f"msg{response}", "role": "assistant", "content": []}
+            if draw(st.integers(0, 14)) == 0:
+                message["id"] = draw(st.sampled_from(ODD_IDS))
             if draw(st.booleans()):
                 message["content"] = [{"type": "tool_use", "id": f"t{rank}", "name": "Bash", "input": {}}]
             record.update(type="assistant", message=message)

@@ -350,8 +350,9 @@ class ChainOrder:
       then it was abandoned (a rewind, a regenerated answer) and stays in the file, outside the
       conversation. A parent that is not in the file (a torn line) is taken to be the record before.
     - Records come in file order wherever their parents allow (records written out of order wait for
-      their parent); records sharing message.id are one assistant message: the records written between
-      its first and last part (its tool results) come after the whole message.
+      their parent); records sharing a message.id (a string; any other id groups nothing) are one
+      assistant message: the records written between its first and last part (its tool results) come
+      after the whole message.
 
     Memory: a few atoms per record with a uuid, in flat lists (no object per record: the garbage
     collector would walk them all, again and again, while a large file is read). Speed: `add` runs for
@@ -395,8 +396,9 @@ class ChainOrder:
             chain.last = uuid
         elif not chain.link(line, offset, record, uuid, parent):
             return key, scanned
-        if kind == "assistant":
-            chain.parts.append(message.get("id") if type(message) is dict else None)
+        if kind == "assistant":  # an id that is no string groups nothing (and could not be hashed)
+            response = message.get("id") if type(message) is dict else None
+            chain.parts.append(response if type(response) is str else None)
         elif kind != "user":
             chain.parts.append(_NO_MESSAGE)
         elif get("isMeta"):

@@ -70,7 +70,11 @@ def _one_chain(members: list[tuple[str, int, dict]]) -> list[int]:
             named = before  # a torn parent: the record before
         parent[uuid] = named
         message = record.get("message")
-        if record.get("type") == "assistant" and isinstance(message, dict) and message.get("id") is not None:
+        if (
+            record.get("type") == "assistant"
+            and isinstance(message, dict)
+            and isinstance(message.get("id"), str)
+        ):
             response[uuid] = message["id"]
         elif record.get("type") == "user" and not record.get("isMeta"):
             content = message.get("content") if isinstance(message, dict) else None
