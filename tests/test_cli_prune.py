@@ -204,3 +204,77 @@ def test_a_record_appended_while_prune_rewrites_the_manifest_is_kept(folder: Pat
     assert len(records(folder, "a.jsonl")) == 3
     [added] = records(folder, "c.jsonl")
     assert Path(added["archive"]).is_file()
+
+
+BUSY = 75
+
+
+def test_prune_leaves_the_archives_of_a_transcript_another_run_holds(folder: Path) -> None:
+    """A summarize of a.jsonl holds its lock while the model writes; a prune beside it leaves a.jsonl's
+    archives and manifest lines alone and says it is busy (75), and prunes the other files."""
+    import threading
+
+    from fakeapi import FakeAnthropic
+
+    asked, answer = threading.Event(), threading.Event()
+
+    def slow_summary(body: dict) -> str:
+        asked.set()
+        answer.wait(60)
+        return "The parser was fixed."
+
+    a_before = records(folder, "a.jsonl")
+    script = Path(sys.executable).with_name("compactcli")
+    with FakeAnthropic() as api:
+        api.reply_text = slow_summary
+        summarize = subprocess.Popen(
+            [str(script), "summarize", "--backend", "anthropic", folder / "a.jsonl"],
+            env=api.env(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert asked.wait(60), "summarize never asked the model"
+            pruned = compactcli("prune", "--keep-last", 0, "-v", folder)
+        finally:
+            answer.set()
+            done = summarize.wait(timeout=60)
+    assert pruned.returncode == BUSY, pruned.stderr
+    assert f"{(folder / 'a.jsonl').resolve()}: busy" in pruned.stderr
+    assert records(folder, "a.jsonl")[:3] == a_before  # nothing of a.jsonl went
+    assert all(Path(record["archive"]).is_file() for record in a_before)
+    assert records(folder, "b.jsonl") == []  # the other file was pruned
+    assert done == OK, summarize.stderr.read()
+    assert len(records(folder, "a.jsonl")) == 4
+    # Once the run is over, its archives can go.
+    again = compactcli("prune", "--keep-last", 0, folder)
+    assert again.returncode == OK, again.stderr
+    assert records(folder, "a.jsonl") == [] and archives(folder) == set()
+
+
+def test_transcripts_that_are_gone_are_pruned_together(folder: Path) -> None:
+    # Each locks the folder it was in (as a restore recreating it would): once for both.
+    (folder / "a.jsonl").unlink()
+    (folder / "b.jsonl").unlink()
+    run = compactcli("prune", "--keep-last", 0, folder)
+    assert run.returncode == OK, run.stderr
+    assert manifest_lines(folder) == [] and archives(folder) == set()
+
+
+def test_many_transcripts_are_pruned_within_a_low_limit_of_open_files(tmp_path: Path) -> None:
+    # One lock (an open descriptor) per transcript: 120 of them under a limit of 64 open files.
+    sample = (SAMPLES / "openai" / "session.jsonl").read_bytes()
+    for number in range(120):
+        (tmp_path / f"s{number:03}.jsonl").write_bytes(sample)
+    assert compactcli("micro", "--keep", 1, "--min-chars", 0, tmp_path).returncode == OK
+    assert len(archives(tmp_path)) == 120
+    script = Path(sys.executable).with_name("compactcli")
+    run = subprocess.run(
+        ["prlimit", "--nofile=64", str(script), "prune", "--keep-last", "0", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == OK, run.stderr
+    assert "120 archives dropped" in run.stderr
+    assert archives(tmp_path) == set() and manifest_lines(tmp_path) == []

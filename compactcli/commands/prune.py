@@ -55,6 +55,8 @@ class PruneFigures(Figures):
 
 
 def outcome_of(result: pruning.Pruned, dry_run: bool) -> Outcome:
+    if result.error is not None:  # busy: another run holds the transcript; its archives stay
+        return Outcome(result.source, FAILED, result.error.exit_code, str(result.error))
     status = (WOULD_CHANGE if dry_run else CHANGED) if result.dropped else UNCHANGED
     stats = {
         "archive_dir": str(result.folder),
@@ -93,7 +95,9 @@ def prune(paths, keep_last, older_than, archive_dir, dry_run, verbose, quiet, ou
     Per transcript, --keep-last N keeps its N newest archives and --older-than
     AGE drops those older than AGE; with both, an archive is dropped only when
     both rules let it go. The manifest is rewritten at once (a temp file
-    renamed over it), then the archive files are removed.
+    renamed over it), then the archive files are removed. A transcript
+    another compactcli run holds keeps its archives and is reported busy
+    (75).
 
     \b
     Examples:
