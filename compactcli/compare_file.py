@@ -34,6 +34,7 @@ def compare(
     micro_options: MicroOptions,
     price: Price,
     on_invalid: str,
+    keep_user_messages: int,
 ) -> list[dict[str, Any]]:
     """The figures of each run, in order (the input is read once per run)."""
     rows = []
@@ -47,6 +48,7 @@ def compare(
             micro_options=run.micro_options(micro_options),
             run_micro=run.run_micro,
             costs=True,
+            keep_user_messages=keep_user_messages,
         )
         rows.append(figures(run, source.run(replay, on_invalid), price))
     return rows

@@ -23,6 +23,7 @@ from compactcli.constants import (
     DEFAULT_PLACEHOLDER,
     DEFAULT_SUMMARY_TOKENS,
     ON_INVALID,
+    USER_MESSAGES_TOKENS,
 )
 
 if TYPE_CHECKING:
@@ -472,6 +473,18 @@ class SummarizerSettings:
             max_retries=self.max_retries,
             redact=not self.no_redact,
         )
+
+
+def keep_user_messages_option() -> Callable:
+    """What follows each summary (summarize, and replay's simulated compactions)."""
+    return click.option(
+        "--keep-user-messages",
+        type=click.IntRange(0),
+        default=USER_MESSAGES_TOKENS,
+        show_default=True,
+        metavar="TOKENS",
+        help="Put the user's own messages verbatim after the summary, the newest within TOKENS (0: none).",
+    )
 
 
 def summarizer_options() -> Callable:

@@ -44,6 +44,7 @@ from compactcli.layers.summarize import (
     SUMMARY_PREFIX,
     Summarizer,
     UserMessages,
+    after_summary,
     choose_cut,
     is_summary_message,
     nothing_to_summarize,
@@ -51,6 +52,7 @@ from compactcli.layers.summarize import (
     searchable_text,
     summarizer_view,
     summary_text,
+    user_messages_follow,
 )
 from compactcli.transcript import ConversationLines, Line, copy_range, dialect_for, diff_line, parse_line
 
@@ -264,20 +266,18 @@ class SummaryEdit:
     def _user_messages(self, source: BinaryIO) -> str:
         """The user's own messages, verbatim, to follow the summary (--keep-user-messages), redacted like
         it; "" when there are none or the dialect's compaction keeps them itself."""
-        if self.options.keep_user_messages <= 0 or self.dialect.keeps_user_messages:
+        if not user_messages_follow(self.dialect, self.options.keep_user_messages):
             return ""
         if self.user_messages is None:  # the summary came from elsewhere (a Message Batch result)
             for _ in self.summarized_messages(source):
                 pass
         assert self.user_messages is not None
-        section = self.user_messages.section()
-        if section and getattr(self.summarizer, "redact", True):
-            section, found = redaction.redact(section)
+        text, found = after_summary(self.user_messages, getattr(self.summarizer, "redact", True))
+        if found:
             redactions = Counter(self.stats.get("redactions", {})) + found
             self.stats["redacted"] = sum(redactions.values())
-            if redactions:
-                self.stats["redactions"] = dict(sorted(redactions.items()))
-        return "\n\n" + section if section else ""
+            self.stats["redactions"] = dict(sorted(redactions.items()))
+        return text
 
     def _write(self, source: BinaryIO, out: BinaryIO, records: list[dict]) -> None:
         for offset, length in self.top:

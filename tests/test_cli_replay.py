@@ -96,6 +96,16 @@ def summary_message(archive: str, summary: str) -> dict:
     return {"role": "user", "content": f"{PREFIX}{archive}]\n\n{summary}"}
 
 
+def user_section(*texts: str) -> str:
+    """What follows a summary as summarize writes it (README, --keep-user-messages, default 20,000
+    tokens): the user's own messages of the summarized part, verbatim; written out here."""
+    count = len(texts)
+    head = f"## The user's own messages, verbatim (the newest {count} of {count} user messages, within "
+    head += "20,000 tokens)"
+    body = "\n\n".join(f"[user message {n} of {count}]\n{text}" for n, text in enumerate(texts, 1))
+    return f"\n\n{head}\n\n{body}"
+
+
 def test_threshold_and_focus_through_the_api(tmp_path: Path, fake_api) -> None:
     """Auto compaction exactly at call 4, manual compaction after line 10 with the call's focus; both
     summaries written by the (fake) Messages API."""
@@ -118,7 +128,9 @@ def test_threshold_and_focus_through_the_api(tmp_path: Path, fake_api) -> None:
 
     # What each compaction archived: the context it replaced, line for line.
     assert Path(first).read_bytes() == dump(RECORDS[:7])
-    summary_one = summary_message(first, "SUMMARY-ONE")
+    # The first summary is followed by the user's words it replaced; the second replaced none (an
+    # earlier summary is no user's words).
+    summary_one = summary_message(first, "SUMMARY-ONE" + user_section(RECORDS[0]["content"]))
     assert Path(second).read_bytes() == dump([summary_one, *RECORDS[7:11]])
     assert Path(first).parent == archives_dir.resolve()
 
@@ -147,6 +159,23 @@ def test_threshold_and_focus_through_the_api(tmp_path: Path, fake_api) -> None:
     assert final == [summary_message(second, "SUMMARY-TWO"), *RECORDS[11:]]
     assert validate_records(dialects.ANTHROPIC, enumerate(final, 1)) == []
     assert report["final_tokens"] == seed(final)
+
+
+def test_keep_user_messages_0_leaves_the_summary_alone(tmp_path: Path, fake_api) -> None:
+    fake_api.reply_text = lambda body: "SUMMARY"
+    source = write(tmp_path / "task.jsonl", RECORDS[:9])
+    out = tmp_path / "out.jsonl"
+    args = ("--backend", "anthropic", "--threshold", THRESHOLD, "--keep", 10, "-o", out, "--json")
+    got = run(source, *args, "--keep-user-messages", 0)
+    assert got.exit_code == 0, got.output + got.stderr
+    (archive,) = replay_json(got.stdout)["archives"]
+    assert read_jsonl(out) == [summary_message(archive, "SUMMARY"), *RECORDS[7:9]]
+    # By default the user's words follow it, and the context after the compaction counts them.
+    got = run(source, *args)
+    (archive,) = replay_json(got.stdout)["archives"]
+    with_words = summary_message(archive, "SUMMARY" + user_section(RECORDS[0]["content"]))
+    assert read_jsonl(out) == [with_words, *RECORDS[7:9]]
+    assert replay_json(got.stdout)["final_tokens"] == seed([with_words, *RECORDS[7:9]])
 
 
 def test_digest_backend_fires_at_the_same_places(tmp_path: Path) -> None:
@@ -650,7 +679,7 @@ def test_compare_figures_by_hand(tmp_path: Path, fake_api) -> None:
     ]  # fmt: skip
     output = sum(seed([CMP[line]]) for line in (1, 3, 5, 7))  # what the four calls wrote
     c2, c4 = cleared(CMP[2]), cleared(CMP[4])
-    summary = summary_message(NOT_ARCHIVED, "SUM")
+    summary = summary_message(NOT_ARCHIVED, "SUM" + user_section(CMP[0]["content"]))
 
     # none: every call gets the whole history; each call's prefix is the previous call's context.
     sent = [seed(CMP[:1]), seed(CMP[:3]), seed(CMP[:5]), seed(CMP[:7])]

@@ -19,6 +19,7 @@ from compactcli.options import (
     SummarizerSettings,
     dialect_option,
     format_options,
+    keep_user_messages_option,
     micro_options,
     micro_settings,
     on_invalid_option,
@@ -45,7 +46,8 @@ PATH is one transcript ('-' = stdin). It is read, never changed. The replay keep
 context. Before each model call (an assistant message) it runs micro on the context (the micro
 options below); then, if the estimate (--estimator; seed is the reference agent's
 len(str(messages)) // 4) exceeds --threshold, it compacts: the context is archived, summarized
-(--backend) and replaced by the summary message, and the call gets that. After the user message that
+(--backend) and replaced by the summary message, followed as in `summarize` by the user's own messages
+(--keep-user-messages), and the call gets that. After the user message that
 answers a `compact` tool call (and the rest of its batch of tool results, so that no result loses its
 call), it compacts with that call's `focus` input.
 
@@ -219,6 +221,7 @@ class PriceType(click.ParamType):
     trigger_help="Run micro only when the context's estimate exceeds N (0: before every call).",
 )
 @summarizer_options()
+@keep_user_messages_option()
 @click.option(
     "--timeline", type=click.Path(dir_okay=False), default=None, help="Write the timeline (.jsonl or .csv)."
 )
@@ -270,6 +273,7 @@ def replay(
     output_format: str,
     quiet: bool,
     summarizer_settings: SummarizerSettings,
+    keep_user_messages: int,
     **layer: Any,
 ) -> None:
     from compactcli import chart, storage
@@ -283,7 +287,9 @@ def replay(
         thresholds = list(DEFAULT_THRESHOLDS) if given == click.core.ParameterSource.DEFAULT else threshold
         chosen_price = price or PRICES[price_model or DEFAULT_PRICE_MODEL]
         options = micro_settings({**layer, "keep": keeps[0]})
-        settings = CompareSettings(path, dialect, on_invalid, estimator, thresholds, chosen_price, plot)
+        settings = CompareSettings(
+            path, dialect, on_invalid, estimator, thresholds, chosen_price, plot, keep_user_messages
+        )
         raise SystemExit(_compare(settings, options, summarizer_settings, output_format, quiet))
     if price or price_model or output_format in (CSV, TABLE):
         raise click.UsageError("--price, --price-model and --format table/csv go with --compare")
@@ -309,7 +315,13 @@ def replay(
                 for limit, keep in combos:
                     options = micro_settings({**layer, "keep": keep})
                     run = _new_replay(
-                        chosen, count, summarizer, lambda entries: WHAT_IF_ARCHIVE, limit, options
+                        chosen,
+                        count,
+                        summarizer,
+                        lambda entries: WHAT_IF_ARCHIVE,
+                        limit,
+                        options,
+                        keep_user_messages,
                     )
                     result = source.run(run, on_invalid)
                     rows.append({"threshold": limit, "keep": keep, **result.summary()})
@@ -322,7 +334,7 @@ def replay(
             if output or timeline or archive_dir:  # a plain replay only reads (docs/design.md)
                 folder = storage.default_archive_dir(source.place, Path(archive_dir) if archive_dir else None)
                 archive = archiver(source, chosen, folder)
-            run = _new_replay(chosen, count, summarizer, archive, limit, options)
+            run = _new_replay(chosen, count, summarizer, archive, limit, options, keep_user_messages)
             result = source.run(run, on_invalid)
             if timeline:
                 write_timeline(Path(timeline), result)
@@ -412,6 +424,7 @@ class CompareSettings:
     thresholds: list[int]
     price: Price
     plot: str | None
+    keep_user_messages: int
 
 
 def _compare(
@@ -450,6 +463,7 @@ def _compare(
                 micro_options=options,
                 price=settings.price,
                 on_invalid=settings.on_invalid,
+                keep_user_messages=settings.keep_user_messages,
             )
             name = Path(source.name).name
             if settings.plot:
@@ -497,6 +511,7 @@ def _new_replay(
     archive: Callable[[list[Entry]], str],
     threshold: int,
     options: MicroOptions,
+    keep_user_messages: int,
 ) -> Replay:
     from compactcli.layers.replay import Replay
 
@@ -507,6 +522,7 @@ def _new_replay(
         archive=archive,
         threshold=threshold,
         micro_options=options,
+        keep_user_messages=keep_user_messages,
     )
 
 

@@ -18,6 +18,7 @@ from compactcli.options import (
     Writes,
     gather_options,
     input_options,
+    keep_user_messages_option,
     summarizer_options,
     write_options,
 )
@@ -102,15 +103,7 @@ def summarize_options() -> Callable:
         click.option(
             "--focus", default=None, metavar="TEXT", help="Ask the summary to keep details about TEXT."
         ),
-        click.option(
-            "--keep-user-messages",
-            type=click.IntRange(0),
-            default=USER_MESSAGES_TOKENS,
-            show_default=True,
-            metavar="TOKENS",
-            help="Put the user's own messages verbatim after the summary, the newest within TOKENS "
-            "(0: none).",
-        ),
+        keep_user_messages_option(),
         click.option(
             "--pin",
             multiple=True,

@@ -32,16 +32,19 @@ from datetime import datetime
 from typing import Any
 
 from compactcli import jsonio
-from compactcli.constants import DEFAULT_THRESHOLD
+from compactcli.constants import DEFAULT_THRESHOLD, USER_MESSAGES_TOKENS
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.layers import micro
 from compactcli.layers.micro import MicroOptions
 from compactcli.layers.summarize import (
     SUMMARY_PREFIX,
     Summarizer,
+    UserMessages,
+    after_summary,
     nothing_to_summarize,
     summarizer_view,
     summary_text,
+    user_messages_follow,
 )
 
 COMPACT_TOOL = "compact"
@@ -176,8 +179,10 @@ class Replay:
         costs: bool = False,
         now: Callable[[], datetime] | None = None,
         new_uuid: Callable[[], str] | None = None,
+        keep_user_messages: int = USER_MESSAGES_TOKENS,
     ) -> None:
         self.dialect = dialect
+        self.keep_user_messages = keep_user_messages  # as summarize: they follow each summary
         self.count = count
         self.summarizer = summarizer
         self.archive = archive
@@ -448,7 +453,13 @@ class Replay:
 
     def _compact(self, kind: str, line: int, tokens: int, *, focus: str | None) -> None:
         # The summary first: a summarizer that fails leaves no archive behind.
-        text = self.summarizer.summarize(self._summarized(), focus=focus)
+        messages = self._summarized()
+        text = self.summarizer.summarize(messages, focus=focus)
+        if user_messages_follow(self.dialect, self.keep_user_messages):
+            kept = UserMessages(self.keep_user_messages)
+            for message in messages:
+                kept.add(message)
+            text += after_summary(kept, getattr(self.summarizer, "redact", True))[0]
         self.summarizer_calls += 1
         self.api_requests += int(getattr(self.summarizer, "calls", 0) or 0)
         archive = self.archive(output_entries(self.dialect, self.context))

@@ -143,6 +143,22 @@ class UserMessages:
         return f"{head}\n\n{body}"
 
 
+def user_messages_follow(dialect: Dialect, tokens: int) -> bool:
+    """Whether the user's own messages follow a summary (--keep-user-messages TOKENS): not with 0, nor
+    where the dialect's compaction keeps them itself (Codex)."""
+    return tokens > 0 and not dialect.keeps_user_messages
+
+
+def after_summary(kept: UserMessages, redact: bool) -> tuple[str, Counter[str]]:
+    """What follows the summary: a blank line and the user's messages `kept`, redacted like the summary
+    when `redact` (and the secrets replaced, by kind); "" when there are none."""
+    section = kept.section()
+    found: Counter[str] = Counter()
+    if section and redact:
+        section, found = redaction.redact(section)
+    return ("\n\n" + section if section else ""), found
+
+
 def searchable_text(message: dict) -> str:
     """What --pin looks in: a normalized message's text, tool inputs and tool results."""
     content = message.get("content")
