@@ -118,13 +118,41 @@ def walk(
             counter.reset()
         last, call_id, torn, torn_turn = None, None, False, False
 
+    view = dialect.new_view()
+    instructions: dict | None = None  # a system prompt the file records, sent with every call
+
+    def add(message: dict, seen: dict | None, estimators: Iterable[str] = counters) -> None:
+        # seed counts the message as in the file; the others what the model was sent of it
+        for name in estimators:
+            counters[name].add(message if name == "seed" or seen is None else seen)
+
+    def call(line: int, context: int) -> None:
+        nonlocal last, first_gap, torn
+        now = {name: counter.tokens for name, counter in counters.items()}
+        if last is None:
+            first_gap = context - now.get("heuristic", 0)
+        else:
+            growth = context - last[0]
+            estimated = {name: now[name] - last[1][name] for name in now}
+            skip = _skip(growth, torn, min_growth)
+            heuristic = now.get("heuristic", 0)
+            intervals.append(Interval(line, growth, estimated, skip, context, heuristic, first_gap))
+        last, torn = (context, now), False
+
     for line, record in enumerate(records, 1):
         if record is None:
             torn = torn_turn = True
             continue
+        if view is not None:
+            view.add(record)
         compaction = dialect.compaction(record)
         if compaction == BOUNDARY:
             restart()
+            for entry in dialect.restarted_with(record):  # the new context, when the boundary holds it
+                if (kept := dialect.message(entry)) is not None:
+                    add(kept, dialect.normalize(entry))
+            if instructions is not None:
+                add(instructions, None, [name for name in counters if name != "seed"])
             continue
         message = dialect.message(record)
         if dialect.is_side(record) != sidechain:
@@ -133,6 +161,14 @@ def walk(
             seen = dialect.seen_by_model(record)
             if seen is not None and "heuristic" in counters:
                 counters["heuristic"].add(seen)
+            text = dialect.instructions(record)
+            if text is not None:  # not a message (seed counts none), but sent with every call
+                instructions = {"role": "system", "content": text}
+                add(instructions, None, [name for name in counters if name != "seed"])
+            recorded = dialect.recorded_call(record)  # a call recorded on a record of its own (Codex)
+            if recorded is not None and recorded[2] is not None and recorded[2] != call_id:
+                call(line, recorded[0])
+                call_id = recorded[2]
             continue
         if compaction == SUMMARY:
             restart()
@@ -148,18 +184,9 @@ def walk(
             _set_model(counters, keep_thinking)
             context = _context(dialect.usage(record))
             if context and dialect.call_id(record) != call_id:
-                now = {name: counter.tokens for name, counter in counters.items()}
-                if last is None:
-                    first_gap = context - now.get("heuristic", 0)
-                else:
-                    growth = context - last[0]
-                    estimated = {name: now[name] - last[1][name] for name in now}
-                    skip = _skip(growth, torn, min_growth)
-                    heuristic = now.get("heuristic", 0)
-                    intervals.append(Interval(line, growth, estimated, skip, context, heuristic, first_gap))
-                last, call_id, torn = (context, now), dialect.call_id(record), False
-        for counter in counters.values():
-            counter.add(message)
+                call(line, context)
+                call_id = dialect.call_id(record)
+        add(message, view.normalize(record) if view is not None else None)
     return intervals
 
 

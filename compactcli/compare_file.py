@@ -8,7 +8,7 @@ import csv
 import io
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactcli import chart
 from compactcli.dialects import Dialect
@@ -19,6 +19,9 @@ from compactcli.layers.summarize import Summarizer
 from compactcli.pricing import Price
 from compactcli.replay_file import Source
 from compactcli.report import CSV, TABLE, TEXT, Figures, Outcome
+
+if TYPE_CHECKING:
+    from compactcli.dialects.base import ModelView
 
 COMPARED = "compared"
 NOT_ARCHIVED = "(not archived: comparison)"
@@ -35,8 +38,10 @@ def compare(
     price: Price,
     on_invalid: str,
     keep_user_messages: int,
+    view: ModelView | None = None,
 ) -> list[dict[str, Any]]:
-    """The figures of each run, in order (the input is read once per run)."""
+    """The figures of each run, in order (the input is read once per run); `view`: the one `count`
+    reads (Replay's `view`)."""
     rows = []
     for run in runs:
         replay = Replay(
@@ -49,6 +54,7 @@ def compare(
             run_micro=run.run_micro,
             costs=True,
             keep_user_messages=keep_user_messages,
+            view=view,
         )
         rows.append(figures(run, source.run(replay, on_invalid), price))
     return rows

@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactcli import tokens as tok
 from compactcli.cache import cache_dir
@@ -41,6 +41,9 @@ from compactcli.layers.estimate import (
     recorded_output,
 )
 from compactcli.layers.micro import MicroIndex, MicroOptions, cleared
+
+if TYPE_CHECKING:
+    from compactcli.dialects.base import ModelView
 
 CACHE_FILE = "count_tokens.json"
 CACHE_MAX_ENTRIES = 20_000
@@ -179,6 +182,7 @@ class ContextCounter:
         cache: TokenCache | None = None,
         client: Any = None,
         overhead: int | None = None,
+        view: ModelView | None = None,
     ) -> None:
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; one of {', '.join(METHODS)}")
@@ -206,6 +210,9 @@ class ContextCounter:
         # --top lists only what micro would clear (with its default options): micro's own index decides
         self._micro = MicroIndex(dialect) if top else None
         self._micro_options = micro or MicroOptions()
+        # What the model was sent of each message, where the dialect says it is not the record's own
+        # (Codex's truncated tool outputs); given: shared with a caller that fed it the file already.
+        self._view = view if view is not None else dialect.new_view()
 
     def _new(self, start: int) -> _Conversation:
         return _Conversation(self.method, self._heuristic, self.top_size, start)
@@ -230,11 +237,13 @@ class ContextCounter:
     def summarize(self, record: dict) -> Summary | None:
         """What counting needs of `record` (see Summary); None for a record that changes no count."""
         dialect = self.dialect
+        if self._view is not None:
+            self._view.add(record)
         side = self._sides and dialect.is_side(record)
         compaction = dialect.compaction(record)
         if compaction == BOUNDARY:
             restarted = tuple(
-                self._message(entry, message)
+                self._message(entry, message, seen=False)
                 for entry in dialect.restarted_with(record)  # what the new context starts with
                 if (message := dialect.message(entry)) is not None
             )
@@ -271,7 +280,8 @@ class ContextCounter:
         costs = tok.message_costs(message)
         return costs, tok.starts_turn(message), message if self._api else None
 
-    def _message(self, record: dict, message: dict) -> Message:
+    def _message(self, record: dict, message: dict, seen: bool = True) -> Message:
+        """`seen`: the record is one the view was fed (a compaction's history is sent as it is)."""
         dialect = self.dialect
         seed_length = len(repr(message)) if self._seed else 0  # the message exactly as in the file
         keeps_thinking = None
@@ -284,7 +294,8 @@ class ContextCounter:
             keeps_thinking = _thinking_persists(message.get("model"))
         if not (self._heuristic or self._api or self.top_size):
             return False, tool_results, keeps_thinking, seed_length, None, None
-        normalized = dialect.normalize(record)
+        view = self._view if seen else None
+        normalized = view.normalize(record) if view is not None else dialect.normalize(record)
         if normalized is None:
             return False, tool_results, keeps_thinking, seed_length, None, None
         top = self._top(record, normalized) if self.top_size else None

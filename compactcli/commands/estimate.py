@@ -20,7 +20,8 @@ PATHS are files, folders (searched for --glob) or '-' for stdin. Nothing is chan
 Code logs the active context is the main conversation from its last compaction on; a file of
 sub-agent (sidechain) records only is counted as its own conversation. For Codex rollouts it is
 what follows the last `compacted` record, its replacement_history first; heuristic and api also
-count the base_instructions of session_meta.
+count the base_instructions of session_meta, and count each tool output as Codex sent it: cut to
+its turn's truncation_policy (turn_context) times 1.2, both ends kept.
 
 \b
 Methods (--method):
@@ -58,8 +59,9 @@ micro's settings from the configuration file, if any: what micro would save.
 --overhead N: tokens every call sends that logs do not hold (system prompt, tool definitions).
 auto's default is the dialect's, measured on recorded sessions (claude-code: 17,586; others 0).
 
---calibrate: PATHS are sessions with recorded usage; print each method's error against it instead,
-and how well auto and heuristic + overhead predict each next call.
+--calibrate: PATHS are sessions with recorded usage (Claude Code usage, Codex token_count); print
+each method's error against it instead, and how well auto and heuristic + overhead predict each
+next call.
 
 \b
 Examples:

@@ -464,6 +464,7 @@ def _compare(
                 price=settings.price,
                 on_invalid=settings.on_invalid,
                 keep_user_messages=settings.keep_user_messages,
+                view=count.view,
             )
             name = Path(source.name).name
             if settings.plot:
@@ -523,6 +524,7 @@ def _new_replay(
         threshold=threshold,
         micro_options=options,
         keep_user_messages=keep_user_messages,
+        view=count.view,
     )
 
 

@@ -210,6 +210,13 @@ class Dialect:
         queued prompts, reminders, file contents), an Anthropic-shaped user message of that content."""
         return None
 
+    def new_view(self, *, remember: bool = False) -> ModelView | None:
+        """What the model is sent of a message, where that depends on records before it (Codex truncates
+        a tool output by the policy of its turn); None: `normalize` is what it is sent. `remember`: the
+        view may be asked of a record long after the records that came later (replay counts its context
+        at each call), so it keeps what it needs per record."""
+        return None
+
     def is_user_words(self, record: dict) -> bool:
         """For a user message: whether the user wrote it. False for text the agent put in the user's
         turn (Claude Code's isMeta records: skill bodies, image notes, caveats): the model is sent it and
@@ -328,6 +335,15 @@ class RecordOrder(Protocol):
     def in_file_order(self) -> bool:
         """order() holds every record of every conversation, each conversation's in file order."""
         ...
+
+
+class ModelView(Protocol):
+    """Fed every record of a file in file order (`add`) before `normalize` is asked of it; `normalize`
+    is the record's message as the model was sent it (Dialect.normalize's shape)."""
+
+    def add(self, record: dict) -> None: ...
+
+    def normalize(self, record: dict) -> dict | None: ...
 
 
 class ConversationTracker:

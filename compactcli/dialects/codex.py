@@ -9,6 +9,7 @@ agent messages, command output, token counts); `session_meta` and `turn_context`
 from __future__ import annotations
 
 import json
+import math
 import posixpath
 import re
 import shlex
@@ -24,6 +25,7 @@ from compactcli.dialects.base import (
     Dialect,
     FileAccess,
     Image,
+    ModelView,
     ToolResult,
     ToolUse,
     data_url_image,
@@ -267,6 +269,148 @@ def normalize_item(entry: dict) -> dict | None:
     return None
 
 
+# --- what the model is sent of a tool output (docs/design.md, "What the model sees of a tool output") ----
+#
+# The rollout keeps a tool's whole output; Codex cuts it when it records the item into the history it sends
+# (codex-rs core/src/context_manager/history.rs, ContextManager::process_item): the turn's
+# `truncation_policy` times 1.2 (room for serialization, `Mul<f64>`: rounded up), the middle of the text
+# replaced by a marker (codex-rs utils/string/src/truncate.rs, `truncate_middle_with_token_budget` and
+# `truncate_middle_chars`; utils/output-truncation, `truncate_function_output_items_with_policy` for an
+# output of content items).
+
+SERIALIZATION_ALLOWANCE = 1.2
+BYTES_PER_TOKEN = 4  # Codex's own estimate: a token budget is this many bytes
+
+Policy = tuple[bool, int]  # (a token budget, else bytes; the budget with the allowance)
+
+
+def truncation_policy(record: dict) -> Policy | None:
+    """The budget a `turn_context` record sets for its turn's tool outputs (None: the record sets none,
+    as rollouts before the field do: their outputs are counted whole)."""
+    policy = record["payload"].get("truncation_policy")
+    if not isinstance(policy, dict):
+        return None
+    mode, limit = policy.get("mode"), policy.get("limit")
+    if mode not in ("tokens", "bytes") or limit.__class__ is not int or limit < 0:
+        return None
+    return mode == "tokens", math.ceil(limit * SERIALIZATION_ALLOWANCE)
+
+
+def _marker(tokens: bool, removed: int) -> str:
+    return f"…{removed} tokens truncated…" if tokens else f"…{removed} chars truncated…"
+
+
+def truncated_text(text: str, policy: Policy) -> str:
+    """The text as Codex sends it: whole when it fits the budget, else its first half-budget and last
+    half-budget of bytes (on character boundaries) around a marker of what was cut."""
+    tokens, limit = policy
+    budget = limit * BYTES_PER_TOKEN if tokens else limit
+    if not text or len(text) * 4 <= budget:  # at most 4 bytes a character: fits without encoding
+        return text
+    raw = text.encode("utf-8", "surrogatepass")
+    size = len(raw)
+    if size <= budget:
+        return text
+    if budget == 0:
+        return _marker(tokens, -(-size // BYTES_PER_TOKEN) if tokens else len(text))
+    head = budget // 2
+    while head > 0 and raw[head] & 0xC0 == 0x80:  # a character cut in two stays out
+        head -= 1
+    tail = size - (budget - budget // 2)
+    while tail < size and raw[tail] & 0xC0 == 0x80:
+        tail += 1
+    tail = max(tail, head)
+    if tokens:  # Codex counts what it cut as the bytes over the budget, 4 a token
+        removed = -(-(size - budget) // BYTES_PER_TOKEN)
+    else:
+        removed = len(raw[head:tail].decode("utf-8", "ignore"))
+    kept = raw[:head].decode("utf-8", "ignore"), raw[tail:].decode("utf-8", "ignore")
+    return kept[0] + _marker(tokens, removed) + kept[1]
+
+
+def truncated_items(items: list, policy: Policy) -> list:
+    """An output of content items as Codex sends it: text items while the budget lasts (tokens: bytes / 4
+    rounded up), the one that crosses it cut to what is left, later ones left out and counted in a
+    closing note; images stay."""
+    tokens, remaining = policy
+    out: list = []
+    omitted = 0
+    for part in items:
+        text = part.get("text") if isinstance(part, dict) and part.get("type") == "input_text" else None
+        if not isinstance(text, str):
+            out.append(part)
+            continue
+        if remaining == 0:
+            omitted += 1
+            continue
+        size = len(text.encode("utf-8", "surrogatepass"))
+        cost = -(-size // BYTES_PER_TOKEN) if tokens else size
+        if cost <= remaining:
+            out.append(part)
+            remaining -= cost
+            continue
+        snippet = truncated_text(text, (tokens, remaining))
+        if snippet:
+            out.append({**part, "text": snippet})
+        else:
+            omitted += 1
+        remaining = 0
+    if omitted:
+        out.append({"type": "input_text", "text": f"[omitted {omitted} text items ...]"})
+    return out
+
+
+def seen_output(entry: dict, policy: Policy) -> dict:
+    """A call output item as the model is sent it under `policy` (the same item when nothing is cut)."""
+    output = entry.get("output")
+    holder = output if isinstance(output, dict) and "content" in output else None  # older rollouts
+    body = holder["content"] if holder is not None else output
+    if isinstance(body, str):
+        seen: object = truncated_text(body, policy)
+    elif isinstance(body, list):
+        seen = truncated_items(body, policy)
+    else:
+        return entry
+    if seen is body or seen == body:
+        return entry
+    return {**entry, "output": {**holder, "content": seen} if holder is not None else seen}
+
+
+class TruncatedOutputs:
+    """The model's view of a rollout (Dialect.new_view): each tool output cut by the truncation policy of
+    the latest `turn_context` before it."""
+
+    __slots__ = ("policy", "_policies")
+
+    def __init__(self, remember: bool = False) -> None:
+        self.policy: Policy | None = None
+        # remember: the policy each output was recorded under, by call id (replay counts it later)
+        self._policies: dict[str, Policy | None] | None = {} if remember else None
+
+    def add(self, record: dict) -> None:
+        kind = record.get("type")
+        if kind == "turn_context" and isinstance(record.get("payload"), dict):
+            self.policy = truncation_policy(record)
+        elif self._policies is not None and kind == "response_item":
+            entry = item(record)
+            call_id = entry.get("call_id") if entry is not None and entry.get("type") in OUTPUTS else None
+            if isinstance(call_id, str):
+                self._policies.setdefault(call_id, self.policy)
+
+    def normalize(self, record: dict) -> dict | None:
+        entry = item(record)
+        if entry is None:
+            return None
+        if entry.get("type") in OUTPUTS:
+            policy = self.policy
+            call_id = entry.get("call_id")
+            if self._policies is not None and isinstance(call_id, str):
+                policy = self._policies.get(call_id, policy)
+            if policy is not None:
+                entry = seen_output(entry, policy)
+        return normalize_item(entry)
+
+
 class CodexDialect(Dialect):
     name = "codex"
     keeps_user_messages = True  # in the compacted record's replacement_history (compaction_records)
@@ -283,6 +427,9 @@ class CodexDialect(Dialect):
     def normalize(self, record: dict) -> dict | None:
         entry = item(record)
         return normalize_item(entry) if entry is not None else None
+
+    def new_view(self, *, remember: bool = False) -> ModelView:
+        return TruncatedOutputs(remember)
 
     def tool_uses(self, record: dict) -> Iterator[ToolUse]:
         entry = item(record)

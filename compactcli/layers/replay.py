@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactcli import jsonio
 from compactcli.constants import DEFAULT_THRESHOLD, USER_MESSAGES_TOKENS
@@ -46,6 +46,9 @@ from compactcli.layers.summarize import (
     summary_text,
     user_messages_follow,
 )
+
+if TYPE_CHECKING:
+    from compactcli.dialects.base import ModelView
 
 COMPACT_TOOL = "compact"
 FOCUS_FIELD = "focus"
@@ -163,7 +166,9 @@ class Replay:
     `count(records)` is the token estimate of a list of records; `archive(entries)` stores a context
     that is about to be summarized and returns the path the summary message names. Records passed to
     `add` are taken over: micro clears tool results in them in place. `now` and `new_uuid` make the
-    Claude Code summary records reproducible (summarize.summary_records).
+    Claude Code summary records reproducible (summarize.summary_records). `view` is the model's view that
+    `count` reads (ContextSize.view): fed every record here, in file order, so that a record counted
+    later is counted as the model was sent it then (Codex: the truncation policy of its turn).
     """
 
     def __init__(
@@ -180,9 +185,11 @@ class Replay:
         now: Callable[[], datetime] | None = None,
         new_uuid: Callable[[], str] | None = None,
         keep_user_messages: int = USER_MESSAGES_TOKENS,
+        view: ModelView | None = None,
     ) -> None:
         self.dialect = dialect
         self.keep_user_messages = keep_user_messages  # as summarize: they follow each summary
+        self.view = view
         self.count = count
         self.summarizer = summarizer
         self.archive = archive
@@ -214,6 +221,8 @@ class Replay:
 
     def add(self, line: int, record: dict, raw: bytes | None = None, slow: bool = False) -> None:
         """One parsed record; `line` is its 0-based line in the input."""
+        if self.view is not None:
+            self.view.add(record)
         if not self._joins_context(line, record, raw, slow):
             return
         message = self.dialect.normalize(record)
@@ -546,12 +555,23 @@ class ContextSize:
     cache: Any = None
     counts: int = field(default=0, init=False)
     _client: Any = field(default=None, init=False, repr=False)
+    # What the model was sent of each record (Dialect.new_view), fed by the Replay (its `view`)
+    view: ModelView | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.view = self.dialect.new_view(remember=True)
 
     def __call__(self, records: list[dict]) -> int:
         from compactcli.context import ContextCounter
 
         counter = ContextCounter(
-            self.dialect, self.method, detail=False, model=self.model, cache=self.cache, client=self._client
+            self.dialect,
+            self.method,
+            detail=False,
+            model=self.model,
+            cache=self.cache,
+            client=self._client,
+            view=self.view,
         )
         for record in records:
             counter.add(record)
