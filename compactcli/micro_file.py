@@ -88,6 +88,9 @@ class MicroEdit:
     def describe(self, source: BinaryIO) -> Iterator[str]:
         for number, todo in sorted(self.clears.items()):
             for slot, placeholder in todo:
+                if slot == THINKING_SLOT:
+                    yield f"{self.path}:{number}: {self.dialect.drops_thinking_says}"
+                    continue
                 if slot in _STRATEGY_CHANGES:
                     yield f"{self.path}:{number}: {_STRATEGY_CHANGES[slot]}"
                     continue
@@ -113,7 +116,6 @@ _STRATEGY_CHANGES = {
     IMAGE_SLOT: "replace images with a placeholder (--keep-images)",
     DROP_SLOT: "drop the record",
     PARENT_SLOT: "point the record at the nearest ancestor kept (its parent is dropped)",
-    THINKING_SLOT: "drop thinking blocks of an earlier turn (--drop-thinking)",
 }
 
 

@@ -780,3 +780,24 @@ def test_drop_thinking_takes_the_ids_of_the_items_whose_reasoning_it_drops(tmp_p
         assert out[1:-5] == [line for line in original[1:-5] if b'"reasoning"' not in line]
     again = compactcli("micro", "--keep", "10", "--drop-thinking", path, cwd=tmp_path)
     assert again.returncode == 0 and path.read_bytes() == b"".join(out)
+
+
+def test_dry_run_says_that_drop_thinking_takes_an_item_s_id(tmp_path: Path) -> None:
+    path = tmp_path / "rollout.jsonl"
+    records = _responses_with_ids(True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = compactcli("micro", "--keep", "10", "--drop-thinking", "--dry-run", "-v", path, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    said = {}
+    for line in done.stdout.splitlines() + done.stderr.splitlines():
+        if line.startswith(f"{path}:"):
+            number, what = line[len(f"{path}:") :].split(": ", 1)
+            said[int(number)] = what
+    takes_id = "drop the item's API id: its response's reasoning is dropped (--drop-thinking)"
+    for number, record in enumerate(records[:-5], 1):  # the current turn (the last five) is left alone
+        kind = record["payload"].get("type")
+        if kind == "reasoning":
+            assert said.pop(number) == "drop the record"
+        elif record["type"] == "response_item" and "id" in record["payload"]:
+            assert said.pop(number) == takes_id, number
+    assert said == {}

@@ -179,6 +179,9 @@ class Dialect:
     def drop_thinking(self, record: dict) -> None:
         """Remove the thinking blocks of a record `thinking` says BLOCKS of."""
 
+    # What drop_thinking does to a record, as micro --dry-run and --diff describe it.
+    drops_thinking_says: str = "drop thinking blocks of an earlier turn (--drop-thinking)"
+
     # -- conversations of a file ---------------------------------------------------------------
 
     def new_tracker(self) -> ConversationTracker:

@@ -552,6 +552,8 @@ class CodexDialect(Dialect):
         if entry is not None:
             entry.pop("id", None)
 
+    drops_thinking_says = "drop the item's API id: its response's reasoning is dropped (--drop-thinking)"
+
 
 def _image_parts(record: dict) -> list[dict]:
     """input_image parts of a message or of a call output's content items."""
