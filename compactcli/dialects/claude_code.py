@@ -368,10 +368,11 @@ class ChainOrder:
 
     def add(self, line: int, offset: int, record: dict) -> str:
         """Place the record in its conversation; returns the conversation's key (ConversationTracker)."""
-        return self.add_scan(line, offset, record)[0]
+        return self.add_scan(line, offset, record, False)[0]
 
-    def add_scan(self, line: int, offset: int, record: dict) -> tuple[str, Scan]:
-        """`add` and ClaudeCodeDialect.scan in one read of the record (micro's first pass needs both)."""
+    def add_scan(self, line: int, offset: int, record: dict, scan: bool = True) -> tuple[str, Scan]:
+        """`add` and ClaudeCodeDialect.scan in one read of the record (micro's first pass needs both);
+        with `scan` False, `add` alone (the scan is NOTHING_SCANNED)."""
         get = record.get
         if get("isSidechain") is True:
             key = self._tracker.key(record)
@@ -384,7 +385,7 @@ class ChainOrder:
         message = get("message")
         if type(message) is dict and kind in MESSAGE_TYPES:
             content = message.get("content")
-            scanned = scan_blocks(content)
+            scanned = scan_blocks(content) if scan else NOTHING_SCANNED
         else:
             content, scanned = None, NOTHING_SCANNED
         uuid = get("uuid")
@@ -403,9 +404,12 @@ class ChainOrder:
             chain.parts.append(_NO_MESSAGE)
         elif get("isMeta"):
             chain.parts.append(None)
-        else:  # every block a tool result (scan_blocks takes each dict block of type tool_result)?
-            results = scanned[1]
-            only_results = bool(results) and len(results) == len(content)  # type: ignore[arg-type]
+        else:  # every block a tool result? (scan_blocks takes each dict block of type tool_result)
+            if scan:
+                results = scanned[1]
+                only_results = bool(results) and len(results) == len(content)  # type: ignore[arg-type]
+            else:
+                only_results = _only_results(content)
             chain.parts.append(None if only_results else _PROMPT)
         return key, scanned
 
@@ -664,6 +668,15 @@ def _tool_use_blocks(message: dict | None) -> list[dict]:
     if not isinstance(content, list):
         return []
     return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b]
+
+
+def _only_results(content: object) -> bool:
+    if type(content) is not list or not content:
+        return False
+    for block in content:
+        if type(block) is not dict or block.get("type") != "tool_result":
+            return False
+    return True
 
 
 CLAUDE_CODE = ClaudeCodeDialect()
