@@ -9,6 +9,13 @@ instead of using `re.IGNORECASE`, which is several times slower.
 Rules run in a fixed order: key formats first, then generic `name = value` assignments, whose
 values are skipped when an earlier rule already redacted them. A `[REDACTED:...]` marker never
 matches any rule, so redacting twice changes nothing more.
+
+Text that holds JSON escapes of a line break or tab (backslash and n, r or t: tool inputs rendered
+as JSON, Codex outputs) is scanned twice. First as it is, by every rule. Then the rules that check
+that a key is not inside a longer word scan a same-length copy in which each such escape is two
+spaces (`_scan_copy`), and the same spans are replaced in the text itself: in the copy the `n` of
+`\\n` is no letter glued to the key after it. The first scan keeps all that the text alone gives
+(a value read across an escape may be a password holding a backslash), so nothing found is lost.
 """
 
 from __future__ import annotations
@@ -28,8 +35,9 @@ _OPENAI = re.compile(
 # An access key id, and the secret access key (40 base64 characters) when one follows shortly (a
 # console CSV, a pasted pair) without a `name = value` shape. The gap never holds another key id.
 _AWS_KEY_GAP = r"(?P<gap>(?:(?!A[KS]IA).){0,200}?)"
-# A JSON-escaped line break (`\\n` as two characters: tool inputs and outputs that hold JSON) starts a
-# word too: the letter before the key is not glued to it.
+# Any backslash before the letter lets a key start after it, also an escaped one (two backslashes, n,
+# the key id), which `_scan_copy` leaves glued: these rules have always taken it so, and no key id
+# that was redacted is given up.
 _AWS_SECRET_KEY = r"(?<!(?<!\\)[A-Za-z0-9/+=])(?P<key>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
 _AWS_KEY_ID = r"A(?<!(?<!\\)[A-Za-z0-9]A)[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])"
 _AWS = re.compile(r"(?s)" + _AWS_KEY_ID + "(?:" + _AWS_KEY_GAP + _AWS_SECRET_KEY + ")?")
@@ -222,16 +230,17 @@ def _yaml_secret_values(text: str, lines: list[tuple[int, int]]) -> list[tuple[i
     return spans
 
 
-def _redact_prefixed(text: str, counts: Counter[str]) -> str:
-    """Replace the fixed-prefix keys of ``_PREFIXED``; returns ``text`` itself when there are none."""
+def _redact_prefixed(text: str, scan: str, counts: Counter[str]) -> str:
+    """Replace the fixed-prefix keys of ``_PREFIXED`` found in ``scan`` (``text`` or a same-length copy);
+    returns ``text`` itself when there are none."""
     if len(text) < 20:
         return text  # no such key is shorter
     parts: list[str] = []
     last = 0
-    for run in _KEY_RUN.finditer(text):
+    for run in _KEY_RUN.finditer(scan):
         start = run.start()
-        if text[start] in "MNO" and start >= last:
-            hit = _DISCORD_BOT.match(text, start)
+        if scan[start] in "MNO" and start >= last:
+            hit = _DISCORD_BOT.match(scan, start)
             if hit is not None and _is_discord_bot_token(hit.group()):
                 counts["discord_bot_token"] += 1
                 parts += (text[last:start], "[REDACTED:discord_bot_token]")
@@ -240,12 +249,12 @@ def _redact_prefixed(text: str, counts: Counter[str]) -> str:
         offsets = [0] + [i + 1 for i, c in enumerate(run.group()) if c == "/"]
         for offset in offsets:
             pos = start + offset
-            if pos < last or not text.startswith(_HEADS, pos):
+            if pos < last or not scan.startswith(_HEADS, pos):
                 continue
-            if pos and (text[pos - 1].isalnum() or text[pos - 1] in "_-"):
+            if pos and (scan[pos - 1].isalnum() or scan[pos - 1] in "_-"):
                 continue  # inside a longer word
             for prefix, pattern, kind in _FORMATS:
-                hit = pattern.match(text, pos) if text.startswith(prefix, pos) else None
+                hit = pattern.match(scan, pos) if scan.startswith(prefix, pos) else None
                 if hit is not None:
                     counts[kind] += 1
                     parts += (text[last:pos], f"[REDACTED:{kind}]")
@@ -272,7 +281,8 @@ _AZURE_ACCOUNT_KEY = re.compile(r"AccountKey=(?P<key>[A-Za-z0-9+/]{40,}={0,2})")
 _AZURE_SAS = re.compile(r"[?&]sig=(?P<sig>[A-Za-z0-9%+/]{30,}(?:%3D|=)*)")
 # Passwords on command lines: `curl -u user:pw`, `--user user:pw`, `mysql -pPW`, `sshpass -p PW`,
 # `--password PW`, and `.netrc` lines (`login NAME password PW`).
-_CLI_USER = re.compile(r"(?<![^\s'\"=])(?:-u|--user)(?:\s+|=)['\"]?(?P<user>[^\s:'\"@]*):(?P<pw>[^\s'\"@]+)")
+# The lookbehind comes after the literal "-", so that `re` skips ahead to candidates.
+_CLI_USER = re.compile(r"-(?<![^\s'\"=]-)(?:u|-user)(?:\s+|=)['\"]?(?P<user>[^\s:'\"@]*):(?P<pw>[^\s'\"@]+)")
 _MYSQL = re.compile(
     r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n|;&]*?\s-p(?P<pw>[^\s'\"-][^\s'\"]*)"
 )
@@ -330,8 +340,9 @@ _PLACEHOLDER_VALUES = frozenset(
 # Code, not a value: `new_token`, `self.secret`, `args.api_key2`.
 _IDENTIFIER = re.compile(r"[A-Za-z_]+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
-# A replacer gets the match (its spans index the original text), the original text and the
-# counter; it returns the replacement for the whole match, or None to keep it.
+# A replacer gets the match (its spans index the original text; its groups come from the scanned copy,
+# so a value is read from the text by its span), the original text and the counter; it returns the
+# replacement for the whole match, or None to keep it.
 Replacer = Callable[[re.Match[str], str, Counter[str]], "str | None"]
 
 
@@ -530,8 +541,28 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 
+def _scan_copy(text: str) -> str:
+    """`text` with each JSON escape of a line break or tab (backslash and n, r or t) as two spaces.
+
+    Same length, same positions; `text` itself when it holds no such escape. Spaces rather than a
+    backslash and a real break: a value then ends before the escape, not on its backslash, and the
+    rules bound to one line read across it as they do in the text. An escaped backslash (two) is
+    kept, so one followed by n is a backslash and a letter glued to what follows.
+    """
+    if "\\n" not in text and "\\r" not in text and "\\t" not in text:
+        return text
+    # str.split pairs backslashes from the left, as a JSON decoder does: a piece holds no escaped
+    # backslash, so each backslash in it starts an escape.
+    pieces = text.split("\\\\")
+    for i, piece in enumerate(pieces):
+        if "\\" in piece:
+            pieces[i] = piece.replace("\\n", "  ").replace("\\r", "  ").replace("\\t", "  ")
+    scan = "\\\\".join(pieces)
+    return text if scan == text else scan
+
+
 def _apply(pattern: re.Pattern[str], replace: Replacer, text: str, scan: str, counts: Counter[str]) -> str:
-    """Replace the matches of `pattern` in `scan` (`text` or its lower-cased copy) in `text`.
+    """Replace the matches of `pattern` in `scan` (a same-length copy of `text`) in `text`.
 
     Returns `text` itself when nothing was replaced.
     """
@@ -548,6 +579,19 @@ def _apply(pattern: re.Pattern[str], replace: Replacer, text: str, scan: str, co
     return "".join(parts)
 
 
+# The rules that check that a key or a command is not inside a longer word: what a JSON escape before
+# it changes. The others start at a literal of their own (`--password`, `://`, `token=`, a PEM header)
+# and, over the copy, could only read a value across a line break, which the decoded text ends there.
+_BOUNDED = frozenset(
+    {
+        _ANTHROPIC, _OPENAI, _AWS_KEY_BEFORE_ID, _AWS, _GITHUB, _GITHUB_PAT, _SLACK, _JWT, _TELEGRAM_BOT,
+        _MAILCHIMP, _AZURE_AD_SECRET, _CLI_USER, _MYSQL, _SSHPASS, _NETRC, _AWS_SECRET_AFTER_NAME,
+        _PROSE_PASSWORD,
+    }
+)  # fmt: skip
+_BOUNDED_RULES = tuple(rule for rule in _RULES if rule.pattern in _BOUNDED)
+
+
 def redact(text: str) -> tuple[str, Counter[str]]:
     """Return `text` with secrets replaced by `[REDACTED:<kind>]`, and how many of each kind."""
     counts: Counter[str] = Counter()
@@ -557,7 +601,7 @@ def redact(text: str) -> tuple[str, Counter[str]]:
     # name that a wider match took first): passes go on until nothing changes, so that redacting the
     # result again finds nothing. Only texts that held a secret pay a second pass.
     for _ in range(_MAX_PASSES):
-        redacted = _redact_once(text, counts)
+        redacted = _redact_escaped(_redact_once(text, counts), counts)
         if redacted == text:
             break
         text = redacted
@@ -568,10 +612,26 @@ def _redact_once(text: str, counts: Counter[str]) -> str:
     for needles, pattern, replace, _ in _BLOCK_RULES:
         if needles[0] in text:
             text = _apply(pattern, replace, text, text, counts)
-    text = _redact_kubernetes_secrets(text, counts)
-    text = _redact_prefixed(text, counts)
+    text = _redact_kubernetes_secrets(text, counts)  # reads JSON escapes itself
+    text = _redact_prefixed(text, text, counts)
+    return _run_rules(_RULES, text, False, counts)
+
+
+def _redact_escaped(text: str, counts: Counter[str]) -> str:
+    """The rules with a word boundary, once over `_scan_copy(text)`; `text` itself when it holds no
+    JSON escape of a break or tab."""
+    scan = _scan_copy(text)
+    if scan is text:
+        return text
+    new = _redact_prefixed(text, scan, counts)
+    return _run_rules(_BOUNDED_RULES, new, True, counts)
+
+
+def _run_rules(rules: tuple[_Rule, ...], text: str, read_escapes: bool, counts: Counter[str]) -> str:
+    """One pass of `rules` over `text`, or with `read_escapes` over its `_scan_copy`."""
+    scan = _scan_copy(text) if read_escapes else text
     lowered: str | None = None
-    for needles, pattern, replace, fallback in _RULES:
+    for needles, pattern, replace, fallback in rules:
         # Plain loops, not any(): this runs for every string of a transcript.
         if fallback is None:
             for needle in needles:
@@ -579,10 +639,10 @@ def _redact_once(text: str, counts: Counter[str]) -> str:
                     break
             else:
                 continue
-            new = _apply(pattern, replace, text, text, counts)
+            new = _apply(pattern, replace, text, scan, counts)
         else:
             if lowered is None:
-                lowered = text.lower()
+                lowered = scan.lower()
             for needle in needles:
                 if needle in lowered:
                     break
@@ -591,9 +651,9 @@ def _redact_once(text: str, counts: Counter[str]) -> str:
             if len(lowered) == len(text):
                 new = _apply(pattern, replace, text, lowered, counts)
             else:
-                new = _apply(fallback, replace, text, text, counts)
+                new = _apply(fallback, replace, text, scan, counts)
         if new is not text:
-            text, lowered = new, None
+            text, scan, lowered = new, _scan_copy(new) if read_escapes else new, None
     return text
 
 

@@ -238,3 +238,35 @@ def test_lookalikes_are_left_alone(text: str) -> None:
     from compactcli.redact import redact
 
     assert redact(text)[0] == text
+
+
+def test_keys_on_their_own_lines_of_a_tool_input_reach_neither_the_api_nor_the_summary(
+    tmp_path: Path, fake_api: FakeAnthropic
+) -> None:
+    # A here-document in a command: the model is sent the tool input as JSON, where each line break is
+    # the two characters backslash and n right before a key. The model's reply quotes the command the
+    # same way.
+    keys = ["gh" + "p_" + r(36), "sk-" + "ant-api03-" + r(80, ALNUM + "_-"), "np" + "m_" + r(36)]
+    command = "cat > .env <<EOF\n" + "\n".join(keys) + "\nEOF\r\n\t" + keys[0]
+    call = {"type": "tool_use", "id": "t0", "name": "bash", "input": {"command": command}}
+    result = {"type": "tool_result", "tool_use_id": "t0", "content": "ok"}
+    records = [
+        {"role": "user", "content": "Write the deploy credentials into .env."},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [result]},
+        {"role": "assistant", "content": "Written."},
+    ]
+    path = tmp_path / "env.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    fake_api.reply_text = lambda body: "Summary. Ran " + json.dumps({"command": command})
+
+    run = run_cli("summarize", "--backend", "anthropic", path, text=True, env=fake_api.env())
+
+    assert run.returncode == 0, run.stderr
+    sent = json.dumps([call.body for call in fake_api.calls("messages")])
+    assert "cat > .env <<EOF\\\\n[REDACTED:" in sent  # the input did arrive JSON-escaped
+    summary = summary_of(path)
+    assert "<<EOF\\\\n[REDACTED:" in summary
+    for key in keys:
+        assert key not in sent
+        assert key not in summary

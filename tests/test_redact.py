@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -285,6 +286,14 @@ _FRAGMENTS = st.sampled_from(
         "the password is ",
         "kind: Secret\ndata:\n  k: ",
         "---",
+        # JSON escapes: a break or tab (a word boundary), an escaped backslash (none), letters to glue.
+        "\\n",
+        "\\r\\n",
+        "\\t",
+        "\\\\",
+        "n",
+        "--password ",
+        "np" + "m_" + "a1B2c3D4e5F6g7H8i9J0abcdefghijklmnop",
     ]
 )
 
@@ -549,3 +558,130 @@ def test_an_aws_secret_key_before_its_key_id(text: str, expected: str, keys: int
     out, counts = redact(text)
     assert out == expected
     assert counts == Counter({"aws_access_key_id": 1} | ({"aws_secret_key": keys} if keys else {}))
+
+
+# -- a key right after a JSON-escaped line break or tab ------------------------------------------------
+# Tool inputs reach the model as JSON and Codex outputs are JSON strings: there a line break is the two
+# characters backslash and n, and the n is not a letter glued to the key after it.
+
+A1 = "a1B2c3D4e5F6g7H8i9J0"  # 20 letters and digits
+HEX_32 = "0123456789abcdef" * 2
+UPPER_DIGITS = "A1B2C3D4E5F6G7H8I9J0"
+KEYS_AFTER_A_BREAK = [
+    (ANTHROPIC_KEY, "anthropic_key"),
+    (OPENAI_KEY, "openai_key"),
+    (OPENAI_PROJECT_KEY, "openai_key"),
+    (AWS_KEY_ID, "aws_access_key_id"),
+    (AWS_SESSION_KEY_ID, "aws_access_key_id"),
+    *[(token, "github_token") for token in GITHUB_TOKENS],
+    (SLACK_TOKEN, "slack_token"),
+    (JWT, "jwt"),
+    (DISCORD_BOT_TOKEN, "discord_bot_token"),
+    ("123456789" + ":AA" + A1 + "abcdefghijk_-", "telegram_bot_token"),
+    (HEX_32 + "-us" + "12", "mailchimp_key"),
+    ("abc8" + "Q~" + A1 + "abcdefghijklmn", "azure_ad_client_secret"),
+    # One key of each fixed-prefix format.
+    ("sk_" + "live_" + A1, "stripe_key"),
+    ("rk_" + "test_" + A1, "stripe_key"),
+    ("wh" + "sec_" + A1 + "abcd", "stripe_key"),
+    ("np" + "m_" + A1 + "abcdefghijklmnop", "npm_token"),
+    ("AI" + "za" + A1 + "abcdefghijklmno", "google_api_key"),
+    ("GOC" + "SPX-" + A1 + "abcd", "google_oauth"),
+    ("ya" + "29." + A1 + "abcdefghij", "google_oauth"),
+    ("h" + "f_" + A1 + "abcdefghij", "huggingface_token"),
+    ("gl" + "pat-" + A1, "gitlab_token"),
+    ("GR13" + "48941" + A1, "gitlab_token"),
+    ("do" + "p_v1_" + HEX_32 * 2, "digitalocean_token"),
+    ("shp" + "at_" + HEX_32, "shopify_token"),
+    ("pypi-" + "AgEIcHlwaS5vcmc" + A1 * 3, "pypi_token"),
+    ("SG" + "." + A1 + "ab" + "." + A1 * 2 + "abc", "sendgrid_key"),
+    ("ke" + "y-" + HEX_32, "mailgun_key"),
+    ("da" + "pi" + HEX_32, "databricks_token"),
+    ("dp" + ".pt." + A1 * 2, "doppler_token"),
+    ("hv" + "s." + A1 + "abcd", "vault_token"),
+    ("lin" + "_api_" + A1 * 2, "linear_key"),
+    ("PM" + "AK-" + HEX_32[:24] + "-" + HEX_32 + "ab", "postman_key"),
+    ("NR" + "AK-" + UPPER_DIGITS, "newrelic_key"),
+    ("AGE-SECRET-" + "KEY-1" + UPPER_DIGITS * 2 + UPPER_DIGITS[:18], "age_secret_key"),
+    ("gl" + "sa_" + A1 + "abcdefghijkl" + "_" + "0123abcd", "grafana_token"),
+    ("gl" + "c_" + A1 + "abcdefghijkl", "grafana_token"),
+    ("sn" + "trys_" + A1 * 2, "sentry_token"),
+    ("ATA" + "TT3" + A1 * 5, "atlassian_token"),
+    ("sq0" + "atp-" + A1 + "ab", "square_token"),
+    ("S" + "K" + HEX_32, "twilio_key"),
+    ("xa" + "pp-" + "1-A1B2C3-1234567890-abc123", "slack_token"),
+    ("ops" + "_eyJ" + A1 * 5, "onepassword_token"),
+    ("pu" + "l-" + HEX_32 + "01234567", "pulumi_token"),
+    ("ruby" + "gems_" + HEX_32 + HEX_32[:16], "rubygems_token"),
+    ("pscale" + "_tkn_" + A1 * 2, "planetscale_token"),
+    ("EZ" + "AK" + A1 * 2 + "abcdefghijklmn", "easypost_key"),
+    ("FLWSECK" + "-" + "0123456789abcdefABCDEF0123456789" + "-X", "flutterwave_key"),
+    ("tf" + "p_" + A1 * 2 + "abcdefghijklmnopqrs", "typeform_token"),
+    ("pn" + "u_" + A1 + "abcdefghijklmnop", "prefect_key"),
+    ("rd" + "me_" + "abc123" * 11 + "abcd", "readme_key"),
+    ("HR" + "KU-" + A1 * 3, "heroku_key"),
+    ("dt0" + "c01." + UPPER_DIGITS + "ABCD" + "." + UPPER_DIGITS * 3 + "ABCD", "dynatrace_token"),
+    ("fm" + "2_" + A1 * 2, "fly_token"),
+    ("v1" + ".0-" + HEX_32[:24] + "-" + HEX_32 * 4 + HEX_32[:18], "cloudflare_key"),
+]
+# Real breaks and tabs in the command: json.dumps writes each as an escape (backslash and a letter).
+JSON_BREAKS = {"newline": "\n", "crlf": "\r\n", "tab": "\t"}
+
+
+def test_every_key_after_a_break_is_a_key_on_its_own() -> None:
+    for key, kind in KEYS_AFTER_A_BREAK:
+        assert redact(key) == (f"[REDACTED:{kind}]", Counter({kind: 1})), kind
+
+
+@pytest.mark.parametrize("escape", JSON_BREAKS.values(), ids=JSON_BREAKS.keys())
+@pytest.mark.parametrize(("key", "kind"), KEYS_AFTER_A_BREAK, ids=[k for _, k in KEYS_AFTER_A_BREAK])
+def test_a_key_after_a_json_escaped_break_is_redacted(key: str, kind: str, escape: str) -> None:
+    # A here-document in a tool input, as json.dumps renders it for the model.
+    text = "cat > .env <<EOF" + escape + key + escape + "EOF"
+    out, counts = redact(json.dumps({"command": text}))
+    assert out == json.dumps({"command": text.replace(key, f"[REDACTED:{kind}]")})
+    assert counts == Counter({kind: 1})
+
+
+@pytest.mark.parametrize(("key", "kind"), KEYS_AFTER_A_BREAK, ids=[k for _, k in KEYS_AFTER_A_BREAK])
+def test_a_key_after_an_escaped_backslash_and_n_is_glued_to_the_n(key: str, kind: str) -> None:
+    # In JSON, backslash backslash n is a backslash, then the letter n: the n is part of the word.
+    text = "dir\\\\n" + key
+    if kind == "aws_access_key_id":
+        # The AWS rules took any backslash before the letter as a break before JSON escapes were read
+        # for every rule; the key id stays redacted as it was.
+        assert redacted(text) == "dir\\\\n[REDACTED:aws_access_key_id]"
+    else:
+        assert redacted(text) == "dir\\\\" + redacted("n" + key)
+    # An escaped backslash, then an escaped break: the key starts a word again.
+    assert redacted("dir\\\\\\n" + key) == f"dir\\\\\\n[REDACTED:{kind}]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A letter really glued to the key: not a key, escape or no escape before it.
+        "cat <<EOF\\nx" + GITHUB_TOKENS[0] + "\\nEOF",
+        "cat <<EOF\\nx" + ANTHROPIC_KEY + "\\nEOF",
+        "cat <<EOF\\tmy" + "np" + "m_" + A1 + "abcdefghijklmnop",
+    ],
+)
+def test_a_word_glued_to_a_key_after_an_escape_is_left_alone(text: str) -> None:
+    assert redact(text) == (text, Counter())
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A backslash and t inside a password, in decoded text: the whole password, not up to the t.
+        ("sshpass -p 'Zx9\\tq!Lm' ssh host", "sshpass -p '[REDACTED:password]' ssh host"),
+        ("mysql -uroot -pQ7x\\nW2z prod", "mysql -uroot -p[REDACTED:password] prod"),
+        # A key after the escaped break, and a value read across one as before (more is redacted).
+        (
+            json.dumps({"command": "docker login --password Hunter22x\nexport T=" + GITHUB_TOKENS[0]}),
+            json.dumps({"command": "docker login --password [REDACTED:password] T=[REDACTED:github_token]"}),
+        ),
+    ],
+)
+def test_a_value_read_across_an_escape_is_redacted_whole(text: str, expected: str) -> None:
+    assert redacted(text) == expected
