@@ -28,6 +28,17 @@ PEM_BODY = "\n".join(["MIIEowIBAAKCAQEA" + "q7Zb" * 12] + ["Zm9vYmFyYmF6cXV4" * 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"  # 40 characters, mixed case
 DISCORD_BOT_TOKEN = "MTE3NjU0MzIxMDk4NzY1NDMyMQ" + ".GaBcDe." + "abcdefghijklmnopqrstuvwxyz0123456789AB"
 PEM_KEY = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + PEM_BODY + "\n-----END RSA PRIVATE KEY-----"
+# One key of each common kind, with the kind its replacement names.
+KNOWN_KEYS = [
+    (ANTHROPIC_KEY, "anthropic_key"),
+    (OPENAI_KEY, "openai_key"),
+    (OPENAI_PROJECT_KEY, "openai_key"),
+    (AWS_KEY_ID, "aws_access_key_id"),
+    (AWS_SESSION_KEY_ID, "aws_access_key_id"),
+    *[(token, "github_token") for token in GITHUB_TOKENS],
+    (SLACK_TOKEN, "slack_token"),
+    (JWT, "jwt"),
+]
 
 
 def redacted(text: str) -> str:
@@ -37,15 +48,8 @@ def redacted(text: str) -> str:
 @pytest.mark.parametrize(
     ("secret", "kind"),
     [
-        (ANTHROPIC_KEY, "anthropic_key"),
+        *KNOWN_KEYS,
         ("sk-" + "ant-api03-real-secret", "anthropic_key"),  # the doc example in the corpus
-        (OPENAI_KEY, "openai_key"),
-        (OPENAI_PROJECT_KEY, "openai_key"),
-        (AWS_KEY_ID, "aws_access_key_id"),
-        (AWS_SESSION_KEY_ID, "aws_access_key_id"),
-        *[(token, "github_token") for token in GITHUB_TOKENS],
-        (SLACK_TOKEN, "slack_token"),
-        (JWT, "jwt"),
         (PEM_KEY, "private_key"),
     ],
 )
@@ -568,14 +572,7 @@ A1 = "a1B2c3D4e5F6g7H8i9J0"  # 20 letters and digits
 HEX_32 = "0123456789abcdef" * 2
 UPPER_DIGITS = "A1B2C3D4E5F6G7H8I9J0"
 KEYS_AFTER_A_BREAK = [
-    (ANTHROPIC_KEY, "anthropic_key"),
-    (OPENAI_KEY, "openai_key"),
-    (OPENAI_PROJECT_KEY, "openai_key"),
-    (AWS_KEY_ID, "aws_access_key_id"),
-    (AWS_SESSION_KEY_ID, "aws_access_key_id"),
-    *[(token, "github_token") for token in GITHUB_TOKENS],
-    (SLACK_TOKEN, "slack_token"),
-    (JWT, "jwt"),
+    *KNOWN_KEYS,
     (DISCORD_BOT_TOKEN, "discord_bot_token"),
     ("123456789" + ":AA" + A1 + "abcdefghijk_-", "telegram_bot_token"),
     (HEX_32 + "-us" + "12", "mailchimp_key"),
