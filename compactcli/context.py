@@ -213,6 +213,7 @@ class ContextCounter:
         # What the model was sent of each message, where the dialect says it is not the record's own
         # (Codex's truncated tool outputs); given: shared with a caller that fed it the file already.
         self._view = view if view is not None else dialect.new_view()
+        self._feeds_view = view is None
 
     def _new(self, start: int) -> _Conversation:
         return _Conversation(self.method, self._heuristic, self.top_size, start)
@@ -237,7 +238,7 @@ class ContextCounter:
     def summarize(self, record: dict) -> Summary | None:
         """What counting needs of `record` (see Summary); None for a record that changes no count."""
         dialect = self.dialect
-        if self._view is not None:
+        if self._feeds_view and self._view is not None:
             self._view.add(record)
         side = self._sides and dialect.is_side(record)
         compaction = dialect.compaction(record)
