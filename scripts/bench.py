@@ -18,7 +18,8 @@ far less than wall time (waiting for a core is not counted).
         with nothing changed (the cache answers), against a Python os.walk + os.stat loop over them
     (g) start-up: --help against `python -c "import click, json"`
     (h) Claude Code only: micro -o FILE with the chain view off (records in file order, a monkeypatch in
-        the child, not an option of the CLI): what following the parentUuid chain costs micro
+        the child, not an option of the CLI), run right after micro -o FILE in each round: what following
+        the parentUuid chain costs micro, as the median of the rounds' on / off ratios
 
 Before timing, the package's bytecode is compiled (`python -m compileall`), as pip does when it installs
 a wheel: an editable install under PYTHONDONTWRITEBYTECODE=1 would otherwise compile every module from
@@ -313,6 +314,27 @@ def make_cases(src: Path, work: Path, dialect: str, cli: list[str], python: str)
 
     micro = [*cli, "micro", "-q"]
     stdlib_micro = STDLIB_MICRO_CODEX if dialect == "codex" else STDLIB_MICRO
+    # Claude Code: micro with the chain view off, right after micro -o FILE in each round (paired)
+    chain_off = (
+        [
+            Case(
+                "micro -o FILE, chain off",
+                [
+                    python,
+                    "-c",
+                    MICRO_FILE_ORDER,
+                    "micro",
+                    "-q",
+                    str(src),
+                    "-o",
+                    str(work / "file-order.jsonl"),
+                ],
+                output=work / "file-order.jsonl",
+            )
+        ]
+        if dialect == "claude-code"
+        else []
+    )
     return [
         Case(
             "micro in place (archived)",
@@ -328,6 +350,7 @@ def make_cases(src: Path, work: Path, dialect: str, cli: list[str], python: str)
             prepare=no_output,
             is_micro=True,
         ),
+        *chain_off,
         Case(
             "micro -o - > FILE",
             [*micro, str(src), "-o", "-"],
@@ -356,26 +379,7 @@ def make_cases(src: Path, work: Path, dialect: str, cli: list[str], python: str)
             [python, "-c", stdlib_micro, str(src), str(work / "stdlib.jsonl"), dialect],
             output=work / "stdlib.jsonl",
         ),
-    ] + (
-        [
-            Case(
-                "micro -o FILE, chain off",
-                [
-                    python,
-                    "-c",
-                    MICRO_FILE_ORDER,
-                    "micro",
-                    "-q",
-                    str(src),
-                    "-o",
-                    str(work / "file-order.jsonl"),
-                ],
-                output=work / "file-order.jsonl",
-            )
-        ]
-        if dialect == "claude-code"
-        else []
-    )
+    ]
 
 
 def measure(cases: list[Case], repeat: int, work: Path) -> None:
@@ -460,6 +464,7 @@ def table(cases: list[Case], size: int) -> list[dict]:
                 "stdlib_speedup": stdlib_s / seconds,
                 "rss_mb": max(s.rss_mb for s in case.samples),
                 "runs": [round(s.seconds, 3) for s in case.samples],
+                "cpu_runs": [s.cpu for s in case.samples],
                 "micro": case.is_micro,
             }
         )
@@ -506,9 +511,11 @@ def targets(rows: list[dict]) -> list[dict]:
         verdicts.append(_verdict(r["command"], label, r["rss_mb"], None, r["rss_mb"] <= TARGET_RSS_MB))
     off = by_name.get("micro -o FILE, chain off")
     if off is not None:
+        # Paired: the two run back to back in each round; the median of the rounds' ratios is steadier on
+        # a machine whose speed wanders than a ratio of two medians.
         on = by_name["micro -o FILE"]
-        wall = on["seconds"] / off["seconds"] - 1
-        cpu = on["cpu_seconds"] / off["cpu_seconds"] - 1
+        wall = statistics.median(a / b for a, b in zip(on["runs"], off["runs"], strict=True)) - 1
+        cpu = statistics.median(a / b for a, b in zip(on["cpu_runs"], off["cpu_runs"], strict=True)) - 1
         label = f"chain view costs <= {TARGET_CHAIN_COST:.0%}"
         verdicts.append(_verdict("micro -o FILE, chain on/off", label, wall, cpu, cpu <= TARGET_CHAIN_COST))
     print("\ntargets (verdict on CPU time where there is one; wall shown beside it)")
