@@ -35,6 +35,7 @@ from compactcli.dialects.base import (
     set_block_content,
     without_thinking,
 )
+from compactcli.dialects.foreign import is_qwen_record
 from compactcli.jsonio import json_strings
 
 MESSAGE_TYPES = ("user", "assistant")
@@ -128,7 +129,7 @@ class ClaudeCodeDialect(Dialect):
 
     def fit(self, record: dict) -> int:
         kind = record.get("type")
-        if not isinstance(kind, str) or "role" in record or "payload" in record:
+        if not isinstance(kind, str) or "role" in record or "payload" in record or is_qwen_record(record):
             return NO
         return PROVES if kind in RECORD_TYPES or "sessionId" in record else NO
 

@@ -43,6 +43,11 @@ class Expect:
         return 65 if self.dialect is None else 1 if self.violations else 0
 
 
+def refused(format_name: str) -> Expect:
+    """A file in a format no dialect reads: every command refuses it, naming the format."""
+    return Expect(None, micro_changes=False, tool_results=False, refused_as=format_name, summarizes=False)
+
+
 # SOURCES.md in the corpus lists these torn lines; they are counted here by hand from it.
 TORN_3AF9 = frozenset(
     [4, 8, 20, 41, 45, 51, 59, 84, 117, 126, 134, 136, 145, 151, 158, 159, 166, 193, 196, 197, 227, 231, 278]
@@ -87,6 +92,14 @@ EXPECTED: dict[str, Expect] = {
     "openai-chat/hasak1y-transcript_1774924752528_auto.jsonl": Expect("openai"),
     # A manual compaction dump: every old result was already cleared by its runtime.
     "openai-chat/hasak1y-transcript_1774924793206_manual.jsonl": Expect("openai", micro_changes=False),
+    # Formats no dialect reads yet: refused by every command, the format named.
+    "copilot-cli/engram-8baa78ec/events.jsonl": refused("a GitHub Copilot CLI session"),
+    "gemini-cli/damini-session-2026-05-19-aacdfa4e.jsonl": refused("a Gemini CLI session"),
+    "gemini-cli/damini-session-2026-07-05-a2a-serv.jsonl": refused("a Gemini CLI session"),
+    "gemini-cli/vibe-session-2026-04-25-e435870b.jsonl": refused("a Gemini CLI session"),
+    "pi/coffee-019f300b.jsonl": refused("a pi coding agent session"),
+    "pi/pimono-before-compaction.jsonl": refused("a pi coding agent session"),
+    "qwen-code/crm-portal-67e91b2f.jsonl": refused("a Qwen Code session"),
     # Stringified assistant blocks; the results were already compacted by its runtime.
     "seed-transcripts/breakinglead-transcript_1782812926.jsonl": Expect("anthropic", micro_changes=False),
 }
