@@ -115,7 +115,7 @@ def run(
 ) -> dict:
     from distributed import Client
 
-    from compactcli.executors import chunk_size, local_cluster
+    from compactcli.run.executors import chunk_size, local_cluster
 
     folder = base / f"many-{count}"
     shutil.rmtree(folder, ignore_errors=True)
@@ -170,7 +170,7 @@ def run(
 
 def dask_default_cluster(workers: int):
     """A LocalCluster as Dask starts one by default (its nanny sets MALLOC_TRIM_THRESHOLD_)."""
-    from compactcli.executors import local_cluster
+    from compactcli.run.executors import local_cluster
 
     return local_cluster(workers, config={})
 

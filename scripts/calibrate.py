@@ -18,8 +18,8 @@ from pathlib import Path
 
 import orjson
 
-from compactcli.calibrate import METHODS, MIN_GROWTH, calibrate, session_files
-from compactcli.tokens import heuristic_tokens, seed_tokens
+from compactcli.counting.calibrate import METHODS, MIN_GROWTH, calibrate, session_files
+from compactcli.counting.tokens import heuristic_tokens, seed_tokens
 
 
 def _pct(value: float | None) -> str:

@@ -1,7 +1,7 @@
 """Mutation check of the pure layers and storage: how many planted bugs do the tests catch?
 
 Runs cosmic-ray (pip install -e '.[mutation]') on a copy of the checkout, so the working tree is never
-mutated. All mutants of compactcli/layers/ and compactcli/storage.py are listed, a random sample of them
+mutated. All mutants of compactcli/layers/ and compactcli/storage/ are listed, a random sample of them
 (--sample, fixed --seed) is run against the tests that cover those modules, and the score is printed:
 killed / (killed + survived), with each survivor's place so a test can be written for it.
 
@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-MUTATED = ["compactcli/layers", "compactcli/storage.py"]
+MUTATED = ["compactcli/layers", "compactcli/storage"]
 # The tests that exercise the mutated modules; the whole suite would take minutes per mutant.
 TESTS = [
     "tests/test_micro_layer.py",

@@ -25,7 +25,7 @@ import pytest
 from helpers.other_user import NOBODY
 
 from compactcli import storage
-from compactcli.errors import BUSY, IO_ERR, Busy, CompactError
+from compactcli.core.errors import BUSY, IO_ERR, Busy, CompactError
 from compactcli.storage import ArchiveRecord, Replacement, file_lock, restore, snapshot
 
 ORIGINAL = b'{"role":"user","content":"hi"}\r\n{"role":"assistant","content":"caf\xc3\xa9"}\n'

@@ -12,7 +12,7 @@ import pytest
 from fakeapi import FakeAnthropic, Reply, error_reply
 
 from compactcli.backends import anthropic as backend
-from compactcli.errors import UNAVAILABLE, Unavailable
+from compactcli.core.errors import UNAVAILABLE, Unavailable
 
 
 def _message_body(*blocks: dict, stop_reason: str = "end_turn") -> dict:

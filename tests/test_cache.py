@@ -28,7 +28,7 @@ def hook(event, args):
         os.write(log, (os.path.abspath(args[0]) + "\\n").encode())
 
 sys.addaudithook(hook)
-from compactcli import cache
+from compactcli.run import cache
 cache.SETTLE_SECONDS = settle
 if version:
     cache.__version__ = version
@@ -250,8 +250,8 @@ def test_estimate_and_validate_answer_unchanged_files_unread(run, settled, comma
 
 def test_a_cache_file_of_another_scope_is_never_used(tmp_path, monkeypatch):
     # File names are a CRC of the scope: should two scopes share a name, the file says whose it is.
-    from compactcli.cache import RunCache, stamp_of
     from compactcli.report import UNCHANGED, Outcome
+    from compactcli.run.cache import RunCache, stamp_of
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-home"))
     path = tmp_path / "a.jsonl"

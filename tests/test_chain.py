@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from compactcli import dialects
 from compactcli.cli import cli
 from compactcli.layers.validate import validate_records
-from compactcli.transcript import ConversationLines
+from compactcli.pipelines.transcript import ConversationLines
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code"
 CLAUDE_CODE = dialects.get("claude-code")

@@ -192,7 +192,7 @@ NOT_HOLDING = [
 def test_a_pyproject_is_found_exactly_when_it_holds_the_table(tmp_path: Path, text: str) -> None:
     import tomllib
 
-    from compactcli import config
+    from compactcli.cli import config
 
     (tmp_path / "pyproject.toml").write_text(text)
     assert ("compactcli" in tomllib.loads(text).get("tool", {})) == (text in HOLDING)
@@ -201,7 +201,7 @@ def test_a_pyproject_is_found_exactly_when_it_holds_the_table(tmp_path: Path, te
 
 def test_a_pyproject_naming_compactcli_elsewhere_is_not_parsed(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text(NOT_HOLDING[0] + NOT_HOLDING[1].replace("[project", "[x"))
-    script = "import sys\nfrom compactcli import config\nconfig.find(__import__('pathlib').Path('.'))\n"
+    script = "import sys\nfrom compactcli.cli import config\nconfig.find(__import__('pathlib').Path('.'))\n"
     script += "print('tomllib' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert done.stdout.split() == ["False"], done.stderr

@@ -26,7 +26,7 @@ from fakeapi import FakeAnthropic, error_reply
 from helpers.cli import invoke, run_cli
 
 from compactcli import dialects
-from compactcli.context import ContextCounter, TokenCache, estimator
+from compactcli.counting.context import ContextCounter, TokenCache, estimator
 from compactcli.layers.estimate import (
     TopResults,
     UsageTracker,

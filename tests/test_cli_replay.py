@@ -21,9 +21,9 @@ from helpers.cli import invoke, run_cli
 from helpers.corpus import corpus_params, expectation
 
 from compactcli import dialects
-from compactcli.chart import text_chart, text_series
 from compactcli.layers.replay import Row
 from compactcli.layers.validate import validate_records
+from compactcli.report.chart import text_chart, text_series
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"
@@ -753,7 +753,7 @@ def test_compare_price_defaults_are_the_sdks_models() -> None:
     from anthropic.types.model_param import ModelParam
 
     from compactcli.backends.anthropic import DEFAULT_MODEL
-    from compactcli.pricing import DEFAULT_PRICE_MODEL, PRICES
+    from compactcli.counting.pricing import DEFAULT_PRICE_MODEL, PRICES
 
     named = set(typing.get_args(typing.get_args(ModelParam)[0]))
     assert DEFAULT_PRICE_MODEL == DEFAULT_MODEL

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from compactcli.dialects import CODEX
 from compactcli.layers.micro import DEFAULT_PRESERVE, MicroOptions
-from compactcli.micro_file import analyze
-from compactcli.transcript import detect_dialect
+from compactcli.pipelines.micro_file import analyze
+from compactcli.pipelines.transcript import detect_dialect
 from tests import codex_rollout
 from tests.invariants import assert_only_results_cleared, is_default_placeholder, violations
 

@@ -1,7 +1,7 @@
 """What the model is sent of a Codex tool output. The rollout keeps every output whole; Codex cuts each one to
 its turn's `truncation_policy` (times 1.2) before the model sees it, keeping both ends around a marker
 (docs/design.md, "Codex rollouts"). The cut texts below are worked out by hand from that rule, and the counts
-from the heuristic's rates (compactcli.tokens)."""
+from the heuristic's rates (compactcli.counting.tokens)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 from helpers.cli import run_cli
 
-from compactcli import calibrate
-from compactcli import tokens as tok
+from compactcli.counting import calibrate
+from compactcli.counting import tokens as tok
 from compactcli.dialects.codex import truncated_items, truncated_text
 
 TOKENS_10 = {"mode": "tokens", "limit": 10}  # 12 tokens with the allowance: 48 bytes

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from compactcli import dialects
 from compactcli.cli import cli
-from compactcli.errors import BadInput
-from compactcli.transcript import detect_dialect
+from compactcli.core.errors import BadInput
+from compactcli.pipelines.transcript import detect_dialect
 
 FORMATS = Path(__file__).parent / "fixtures" / "formats"
 

@@ -16,7 +16,7 @@ from helpers.other_user import hand_to_nobody, needs_a_lockable_folder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compactcli.runner import discover
+from compactcli.run.runner import discover
 
 IO_ERR = 74
 

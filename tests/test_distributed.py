@@ -46,7 +46,7 @@ def cluster() -> Iterator:
     pytest.importorskip("distributed", reason="needs the dask extra: pip install 'compactcli[dask]'")
     from distributed import Client
 
-    from compactcli.executors import local_cluster
+    from compactcli.run.executors import local_cluster
 
     with local_cluster(2) as local, Client(local) as client:
         yield local.scheduler_address, client

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compactcli import transcript
-from compactcli.context import ContextCounter
+from compactcli.counting.context import ContextCounter
 from compactcli.dialects import get
-from compactcli.estimate_file import estimate_file
-from compactcli.transcript import ConversationLines
+from compactcli.pipelines import transcript
+from compactcli.pipelines.estimate_file import estimate_file
+from compactcli.pipelines.transcript import ConversationLines
 from tests.test_chain_order import logs
 
 CLAUDE_CODE = get("claude-code")

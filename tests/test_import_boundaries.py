@@ -34,26 +34,28 @@ def imported_modules(path: Path) -> set[str]:
 
 def test_no_command_module_imports_another() -> None:
     offenders = {}
-    for path in sorted((PACKAGE / "commands").glob("*.py")):
-        commands = {n for n in imported_modules(path) if n.startswith("compactcli.commands")}
+    for path in sorted((PACKAGE / "cli" / "commands").glob("*.py")):
+        commands = {n for n in imported_modules(path) if n.startswith("compactcli.cli.commands")}
         if commands:
             offenders[path.name] = sorted(commands)
     assert offenders == {}
 
 
 # Modules below the dialects: they import nothing of compactcli, so a dialect may use them.
-FOUNDATION = {"compactcli.constants", "compactcli.errors", "compactcli.jsonio"}
+FOUNDATION = {"compactcli.core.constants", "compactcli.core.errors", "compactcli.core.jsonio"}
 
 
 def ours(path: Path) -> set[str]:
-    """The compactcli modules a file imports (`from compactcli.errors import BadInput` counts as
-    compactcli.errors), without the package itself."""
+    """The compactcli modules a file imports (`from compactcli.core.errors import BadInput` counts as
+    compactcli.core.errors), without the package itself."""
     found = set()
     for name in imported_modules(path):
         if name.startswith("compactcli."):
             parts = name.split(".")
             module = ".".join(parts[:2])
-            if (PACKAGE / parts[1]).is_dir() and len(parts) > 2:
+            if (PACKAGE / parts[1]).is_dir():
+                if len(parts) == 2:  # `from compactcli.core import errors` names compactcli.core.errors too
+                    continue
                 module = ".".join(parts[:3])
             found.add(module)
     return found
@@ -61,7 +63,7 @@ def ours(path: Path) -> set[str]:
 
 def test_foundation_imports_nothing_of_compactcli() -> None:
     for name in FOUNDATION:
-        assert ours(PACKAGE / f"{name.split('.')[1]}.py") == set(), name
+        assert ours(PACKAGE.parent / (name.replace(".", "/") + ".py")) == set(), name
 
 
 def test_dialects_import_nothing_above_them() -> None:
@@ -118,14 +120,16 @@ def test_commands_without_a_model_never_load_anthropic(tmp_path: Path, args: tup
     assert [m for m in modules if m.startswith(("anthropic", "httpx"))] == []
     assert "compactcli.backends.anthropic" not in modules
     assert [
-        m for m in modules if m.startswith("compactcli.commands.") and m != f"compactcli.commands.{args[0]}"
+        m
+        for m in modules
+        if m.startswith("compactcli.cli.commands.") and m != f"compactcli.cli.commands.{args[0]}"
     ] == []
 
 
 def test_group_help_imports_no_command(tmp_path: Path) -> None:
     code, modules = loaded_modules("--help", cwd=tmp_path)
     assert code == 0
-    assert [m for m in modules if m.startswith("compactcli.commands")] == []
+    assert [m for m in modules if m.startswith("compactcli.cli.commands")] == []
 
 
 def test_group_help_lists_each_command_with_its_own_help() -> None:
@@ -140,7 +144,7 @@ def test_group_help_lists_each_command_with_its_own_help() -> None:
 
 DIALECT_MODULES = ("compactcli.dialects.",)
 # What only reading or writing a file needs.
-FILE_WORK = ("compactcli.rewrite", "compactcli.storage", "compactcli.micro_file")
+FILE_WORK = ("compactcli.run.rewrite", "compactcli.storage", "compactcli.pipelines.micro_file")
 
 
 def test_micro_help_imports_no_dialect_no_runner_and_no_file_work(tmp_path: Path) -> None:
@@ -148,13 +152,13 @@ def test_micro_help_imports_no_dialect_no_runner_and_no_file_work(tmp_path: Path
     assert code == 0
     assert [m for m in modules if m.startswith(DIALECT_MODULES)] == []
     assert [m for m in modules if m.startswith(FILE_WORK)] == []
-    assert [m for m in modules if m in ("compactcli.runner", "compactcli.cache")] == []
+    assert [m for m in modules if m in ("compactcli.run.runner", "compactcli.run.cache")] == []
 
 
 def test_a_run_the_cache_answers_imports_no_dialect_and_no_file_work(tmp_path: Path) -> None:
     shutil.copytree(SAMPLES, tmp_path / "samples")
     # No waiting for the files to settle: the cache remembers files changed just now.
-    prelude = "from compactcli import cache\ncache.SETTLE_SECONDS = 0.0\n"
+    prelude = "from compactcli.run import cache\ncache.SETTLE_SECONDS = 0.0\n"
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache-home"))
     runs = [
         loaded_modules("micro", ".", cwd=tmp_path / "samples", prelude=prelude, env=env) for _ in range(3)
@@ -162,7 +166,7 @@ def test_a_run_the_cache_answers_imports_no_dialect_and_no_file_work(tmp_path: P
     # The first run compacts the samples, the second finds them unchanged and remembers them, the
     # third is answered by the cache.
     assert [code for code, _ in runs] == [0, 0, 0]
-    assert "compactcli.micro_file" in runs[1][1]
+    assert "compactcli.pipelines.micro_file" in runs[1][1]
     again = runs[2][1]
     assert [m for m in again if m.startswith(DIALECT_MODULES)] == []
     assert [m for m in again if m.startswith(FILE_WORK)] == []
@@ -172,10 +176,10 @@ def test_a_run_the_cache_answers_imports_no_dialect_and_no_file_work(tmp_path: P
 @pytest.mark.parametrize(
     ("command", "not_loaded"),
     [
-        ("estimate", ("compactcli.runner", "compactcli.estimate_report")),
-        ("validate", ("compactcli.runner", "compactcli.cache")),
-        ("restore", ("compactcli.storage", "compactcli.runner")),
-        ("prune", ("compactcli.storage", "compactcli.prune")),
+        ("estimate", ("compactcli.run.runner", "compactcli.report.estimate")),
+        ("validate", ("compactcli.run.runner", "compactcli.run.cache")),
+        ("restore", ("compactcli.storage", "compactcli.run.runner")),
+        ("prune", ("compactcli.storage", "compactcli.storage.prune")),
     ],
 )
 def test_a_command_help_imports_what_only_its_run_needs_later(
@@ -188,28 +192,28 @@ def test_a_command_help_imports_what_only_its_run_needs_later(
 
 # What no command's --help may load: reading and writing transcripts, token counting, the layers that
 # do the work, the summarizers (redact's patterns alone take ~10 ms to compile), the replay. Option
-# declarations take their defaults and choices from compactcli.constants instead.
+# declarations take their defaults and choices from compactcli.core.constants instead.
 HEAVY_FOR_HELP = (
     "compactcli.backends",
-    "compactcli.cache",
-    "compactcli.chart",
-    "compactcli.context",
+    "compactcli.run.cache",
+    "compactcli.report.chart",
+    "compactcli.counting.context",
     "compactcli.dialects.",
-    "compactcli.estimate_file",
-    "compactcli.jsonio",
+    "compactcli.pipelines.estimate_file",
+    "compactcli.core.jsonio",
     "compactcli.layers.estimate",
     "compactcli.layers.replay",
     "compactcli.layers.summarize",
-    "compactcli.redact",
-    "compactcli.replay_file",
-    "compactcli.rewrite",
-    "compactcli.runner",
+    "compactcli.core.redact",
+    "compactcli.pipelines.replay_file",
+    "compactcli.run.rewrite",
+    "compactcli.run.runner",
     "compactcli.storage",
-    "compactcli.summarize_file",
-    "compactcli.tokens",
+    "compactcli.pipelines.summarize_file",
+    "compactcli.counting.tokens",
 )
 # Where a help text itself is made from a module's table (validate lists the rules it checks).
-HELP_NEEDS = {"validate": ("compactcli.jsonio", "compactcli.dialects.")}
+HELP_NEEDS = {"validate": ("compactcli.core.jsonio", "compactcli.dialects.")}
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

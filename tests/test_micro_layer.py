@@ -9,7 +9,7 @@ import pytest
 
 from compactcli import dialects
 from compactcli.layers.micro import MicroIndex, MicroOptions, apply, plan
-from compactcli.micro_file import analyze
+from compactcli.pipelines.micro_file import analyze
 
 BIG = "x" * 500
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compactcli import jsonio
+from compactcli.core import jsonio
 
 LITERALS = ["1e400", "-1E+400", "1.0000000000000000001", "123456789012345678901234567890", "-1e-400",
             "123456789.123456789", "0.1", "18446744073709551616"]  # fmt: skip

@@ -134,7 +134,7 @@ def test_replay_reads_a_url_as_it_reads_the_local_file(store, uploaded) -> None:
 
 
 def test_error_texts_mask_the_secret_parts_of_a_connection_string(monkeypatch) -> None:
-    from compactcli import remote
+    from compactcli.storage import remote
 
     key = "c2VjcmV0LWtleS1vZi10aGUtYWNjb3VudA=="
     connection = f"DefaultEndpointsProtocol=https;AccountName=team;AccountKey={key};EndpointSuffix=x.net"

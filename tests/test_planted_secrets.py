@@ -208,7 +208,7 @@ def test_no_planted_secret_is_written_by_the_digest(tmp_path: Path) -> None:
     ("kind", "text", "secret"), PLANTED, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(PLANTED)]
 )
 def test_each_planted_secret_is_redacted_as_its_kind(kind: str, text: str, secret: str) -> None:
-    from compactcli.redact import redact
+    from compactcli.core.redact import redact
 
     out, counts = redact(text)
     assert secret not in out
@@ -235,7 +235,7 @@ def test_each_planted_secret_is_redacted_as_its_kind(kind: str, text: str, secre
     ],
 )
 def test_lookalikes_are_left_alone(text: str) -> None:
-    from compactcli.redact import redact
+    from compactcli.core.redact import redact
 
     assert redact(text)[0] == text
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactcli.redact import redact, redact_obj
+from compactcli.core.redact import redact, redact_obj
 
 # Fake secrets are assembled from parts so that secret scanners do not flag this file.
 ANTHROPIC_KEY = "sk-" + "ant-api03-" + "Xy9_" * 20 + "AA"

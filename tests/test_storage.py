@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from compactcli import __version__
-from compactcli.errors import BUSY, CHECK_FAILED, IO_ERR, Busy, CompactError
+from compactcli.core.errors import BUSY, CHECK_FAILED, IO_ERR, Busy, CompactError
 from compactcli.storage import (
     ArchiveRecord,
     FileState,

@@ -1,4 +1,4 @@
-"""Token estimators (compactcli.tokens) and their calibration (compactcli.calibrate)."""
+"""Token estimators (compactcli.counting.tokens) and their calibration (compactcli.counting.calibrate)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from helpers import corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactcli import calibrate as cal
-from compactcli import dialects, tokens
-from compactcli.tokens import (
+from compactcli import dialects
+from compactcli.counting import calibrate as cal
+from compactcli.counting import tokens
+from compactcli.counting.tokens import (
     CATEGORIES,
     HeuristicCounter,
     SeedCounter,

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compactcli import redact as redaction
+from compactcli.core import redact as redaction
 from compactcli.layers.summarize import (
     BACKENDS,
     DEFAULT_MAX_INPUT_TOKENS,

@@ -15,8 +15,8 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from compactcli.constants import DEFAULT_MODEL
-from compactcli.errors import Unavailable
+from compactcli.core.constants import DEFAULT_MODEL
+from compactcli.core.errors import Unavailable
 
 if TYPE_CHECKING:
     import anthropic

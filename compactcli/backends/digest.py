@@ -17,7 +17,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from compactcli import redact as redaction
+from compactcli.core import redact as redaction
 from compactcli.layers.summarize import (
     CLAUDE_CODE_SUMMARY_PREFIX,
     NOT_USER_WORDS,

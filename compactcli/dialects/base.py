@@ -15,7 +15,7 @@ from typing import Protocol
 # The user's own messages a compaction keeps: Codex keeps the most recent up to USER_MESSAGES_TOKENS
 # tokens (counted as bytes / 4) after the initial context, then the summary; summarize
 # --keep-user-messages defaults to the same.
-from compactcli.constants import USER_MESSAGES_TOKENS
+from compactcli.core.constants import USER_MESSAGES_TOKENS
 
 MAIN = "main"  # key of the main conversation; sub-agent conversations get their own keys
 # What Dialect.compaction says of a record that starts the active context anew.

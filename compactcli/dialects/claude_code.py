@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import compress
 from operator import ne
 
+from compactcli.core.jsonio import json_strings
 from compactcli.dialects.base import (
     BOUNDARY,
     MAIN,
@@ -36,7 +37,6 @@ from compactcli.dialects.base import (
     without_thinking,
 )
 from compactcli.dialects.foreign import is_qwen_record
-from compactcli.jsonio import json_strings
 
 MESSAGE_TYPES = ("user", "assistant")
 # Record types Claude Code writes; newer ones (which all carry sessionId) are recognised by that key.

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from compactcli import jsonio
+from compactcli.core import jsonio
+from compactcli.core.errors import BadInput
 from compactcli.dialects.base import NO, PROVES, Dialect
 from compactcli.dialects.foreign import record_format, text_format
-from compactcli.errors import BadInput
 
 DETECT_MAX_LINES = 2000
 KEYS_SHOWN = 12

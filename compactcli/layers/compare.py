@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from compactcli.constants import DEFAULT_THRESHOLDS as DEFAULT_THRESHOLDS
+from compactcli.core.constants import DEFAULT_THRESHOLDS as DEFAULT_THRESHOLDS
+from compactcli.counting.pricing import Bill, Price
 from compactcli.layers.micro import Cut, MicroOptions
-from compactcli.pricing import Bill, Price
 
 if TYPE_CHECKING:  # the replay is not loaded by `replay --help`, which lists STRATEGIES
     from compactcli.layers.replay import ReplayResult

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from compactcli.constants import DEFAULT_PLACEHOLDER, DEFAULT_PRESERVE
+from compactcli.core.constants import DEFAULT_PLACEHOLDER, DEFAULT_PRESERVE
 
 if TYPE_CHECKING:
     from compactcli.dialects import Dialect

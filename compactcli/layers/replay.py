@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from compactcli import jsonio
-from compactcli.constants import DEFAULT_THRESHOLD, USER_MESSAGES_TOKENS
+from compactcli.core import jsonio
+from compactcli.core.constants import DEFAULT_THRESHOLD, USER_MESSAGES_TOKENS
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.layers import micro
 from compactcli.layers.micro import MicroOptions
@@ -543,7 +543,7 @@ def entry_bytes(entry: Entry, template: bytes = b"") -> bytes:
 
 @dataclass
 class ContextSize:
-    """`count` for a Replay: the compactcli.context estimate of a list of records.
+    """`count` for a Replay: the compactcli.counting.context estimate of a list of records.
 
     One ContextCounter per count (a context changes in the middle, not only at its end); the API
     client and the token cache of method `api` are kept between counts.
@@ -562,7 +562,7 @@ class ContextSize:
         self.view = self.dialect.new_view(remember=True)
 
     def __call__(self, records: list[dict]) -> int:
-        from compactcli.context import ContextCounter
+        from compactcli.counting.context import ContextCounter
 
         counter = ContextCounter(
             self.dialect,

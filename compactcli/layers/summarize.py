@@ -1,7 +1,7 @@
 """Layers 2 and 3: replace a conversation (or all but its last messages) by one summary message.
 
 Pure pieces over normalized messages (docs/design.md, "Layers"); the backends that write the summary
-live in :mod:`compactcli.backends`, the file flow in :mod:`compactcli.summarize_file`.
+live in :mod:`compactcli.backends`, the file flow in :mod:`compactcli.pipelines.summarize_file`.
 
 - :func:`choose_cut` picks where the kept tail starts, never between a tool_use and its tool_result.
 - :func:`summary_text` is the content of the summary message; each dialect writes the record(s) that
@@ -19,11 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from compactcli import redact as redaction
-from compactcli import tokens
-from compactcli.constants import BACKENDS as BACKENDS
-from compactcli.constants import DEFAULT_MAX_INPUT_TOKENS as DEFAULT_MAX_INPUT_TOKENS
-from compactcli.constants import DEFAULT_SUMMARY_TOKENS as DEFAULT_SUMMARY_TOKENS
+from compactcli.core import redact as redaction
+from compactcli.core.constants import BACKENDS as BACKENDS
+from compactcli.core.constants import DEFAULT_MAX_INPUT_TOKENS as DEFAULT_MAX_INPUT_TOKENS
+from compactcli.core.constants import DEFAULT_SUMMARY_TOKENS as DEFAULT_SUMMARY_TOKENS
+from compactcli.counting import tokens
 from compactcli.dialects import Dialect
 from compactcli.dialects.base import BYTES_PER_TOKEN, USER_MESSAGES_TOKENS, recent_within
 

@@ -39,7 +39,7 @@ _AS_USER = r"""
 import os, pkgutil, sys, importlib
 import compactcli
 for module in pkgutil.walk_packages(compactcli.__path__, "compactcli."):
-    if module.name not in ("compactcli.__main__", "compactcli.chart"):
+    if module.name not in ("compactcli.__main__", "compactcli.report.chart"):
         importlib.import_module(module.name)
 uid = int(sys.argv[1])
 os.setgroups([])

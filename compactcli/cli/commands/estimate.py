@@ -1,0 +1,175 @@
+"""`compactcli estimate`: how many tokens each transcript's active context holds; a CI gate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+import click
+
+from compactcli.cli.options import Inputs, cache_option, input_options
+from compactcli.core.constants import ESTIMATE_FORMATS, ESTIMATE_METHOD, METHODS, NO_USAGE, OVER, UNDER
+from compactcli.core.errors import EXIT_CODES_HELP, OK
+from compactcli.report import Outcome, Report
+
+# --- the command ---------------------------------------------------------------------------------
+
+HELP = """Count the tokens of each transcript's active context; fail CI when one is over a limit.
+
+PATHS are files, folders (searched for --glob) or '-' for stdin. Nothing is changed. For Claude
+Code logs the active context is the main conversation from its last compaction on; a file of
+sub-agent (sidechain) records only is counted as its own conversation. For Codex rollouts it is
+what follows the last `compacted` record, its replacement_history first; heuristic and api also
+count the base_instructions of session_meta, and count each tool output as Codex sent it: cut to
+its turn's truncation_policy (turn_context) times 1.2, both ends kept.
+
+\b
+Methods (--method):
+  auto       what the next model call would send (default): the context
+             recorded at the last call (Claude Code usage, Codex
+             token_count) plus the heuristic count of what came after;
+             without a recorded call, heuristic + --overhead. Each file
+             says which it took (usage+heuristic, heuristic+overhead)
+  heuristic  calibrated estimate of the messages (+ --overhead, default 0)
+  seed       len(str(messages)) // 4, the reference agent loop's trigger
+  api        messages.count_tokens (exact; needs ANTHROPIC_API_KEY;
+             --model); answers are cached by content hash under
+             $XDG_CACHE_HOME/compactcli (--no-cache to skip)
+  usage      the context recorded at the last model call (Claude Code
+             usage fields; Codex: the last token_count's
+             last_token_usage.total_tokens), which also holds the system
+             prompt and tool definitions that transcripts do not; a file
+             without any is reported as "no usage recorded" and fails
+             --max-tokens (1)
+
+\b
+Output (--format, on stdout):
+  table   tokens, share of --max-tokens, the heuristic's split (text, tool
+          inputs, tool outputs, thinking, images), messages, tool results,
+          bytes; then a total line
+  json    one JSON object per file (JSON lines)
+  csv     a header, then one row per file
+  github  ::error annotations for files over --max-tokens (or failing);
+          nothing for the rest
+
+The category split is always the heuristic's; with another method it shows where the tokens
+are. --top N lists the N heaviest tool results that micro would clear (line, tool, tokens), with
+micro's settings from the configuration file, if any: what micro would save.
+
+--overhead N: tokens every call sends that logs do not hold (system prompt, tool definitions).
+auto's default is the dialect's, measured on recorded sessions (claude-code: 17,586; others 0).
+
+--calibrate: PATHS are sessions with recorded usage (Claude Code usage, Codex token_count); print
+each method's error against it instead, and how well auto and heuristic + overhead predict each
+next call.
+
+\b
+Examples:
+  compactcli estimate ~/.claude/projects
+  compactcli estimate --max-tokens 150000 --format github transcripts/
+  compactcli estimate --top 5 session.jsonl
+  compactcli estimate --method usage --format csv transcripts/ > usage.csv
+"""
+
+
+@click.command(
+    help=HELP,
+    epilog=EXIT_CODES_HELP + " Here 1: a file is over --max-tokens, or cannot be checked.",
+)
+@input_options(formats=ESTIMATE_FORMATS)
+@click.option(
+    "--method",
+    type=click.Choice(METHODS),
+    default=ESTIMATE_METHOD,
+    show_default=True,
+    help="How tokens are counted (see above).",
+)
+@click.option(
+    "--overhead",
+    type=click.IntRange(0),
+    default=None,
+    help="Tokens every call sends that logs do not hold (default: the dialect's for auto, 0 else).",
+)
+@click.option("--max-tokens", type=click.IntRange(0), default=None, help="Exit 1 if a file is over N tokens.")
+@click.option("--top", type=click.IntRange(0), default=0, help="List the N heaviest tool results per file.")
+@click.option("--model", default=None, help="Model for --method api (default: $COMPACTCLI_MODEL, $MODEL_ID).")
+@cache_option(" --method api: the count_tokens answers are neither read nor remembered either.")
+@click.option("--calibrate", is_flag=True, help="Measure each method against recorded usage in PATHS.")
+def estimate(
+    inputs: Inputs,
+    method,
+    overhead,
+    max_tokens,
+    top,
+    model,
+    no_cache,
+    calibrate,
+):
+    # Imported here, not above: --help needs none of them.
+    from compactcli.report.estimate import EstimateFigures, calibration_files, print_calibration
+    from compactcli.run import runner
+    from compactcli.run.cache import RunCache
+
+    output_format = inputs.output_format
+    if calibrate:
+        from compactcli.counting import calibrate as calibration
+
+        if output_format == "github":
+            raise click.UsageError("--calibrate prints table, json or csv")
+        files = calibration_files(inputs.paths, inputs.glob)
+        if inputs.verbose:
+            click.echo(f"calibrating against {len(files)} files", err=True)
+        print_calibration(calibration.calibrate(files), output_format, len(files))
+        raise SystemExit(OK)
+    items = runner.find_inputs(inputs.paths, inputs.glob)
+    report = Report(
+        "estimate",
+        EstimateFigures(method, max_tokens),
+        output_format=output_format,
+        verbose=inputs.verbose,
+        quiet=inputs.quiet,
+    )
+    worker: Callable[[str], Outcome] = partial(
+        _estimate_file,
+        method=method,
+        overhead=overhead,
+        fmt=inputs.dialect,
+        on_invalid=inputs.on_invalid,
+        max_tokens=max_tokens,
+        top=top,
+        micro=_micro_in_force() if top else None,
+        model=model,
+        use_cache=not no_cache,
+    )
+    # An api count depends on the model and the service, not only on the file: it is not remembered.
+    cache = RunCache.open(
+        "estimate",
+        {name: value for name, value in worker.keywords.items() if name != "use_cache"},  # type: ignore[attr-defined]
+        {UNDER, OVER, NO_USAGE},
+        enabled=not no_cache and method != "api",
+    )
+    runner.run(
+        items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done, cache=cache
+    )
+    raise SystemExit(report.finish())
+
+
+def _estimate_file(*args, **kwargs) -> Outcome:
+    """estimate_file, imported when the first file is read: a run the cache answers reads none (and
+    --help needs none of its token counting)."""
+    from compactcli.pipelines.estimate_file import estimate_file
+
+    return estimate_file(*args, **kwargs)
+
+
+def _micro_in_force():
+    """micro's options as a run of `compactcli micro` would have them (configuration included); read
+    through micro's option group, not the micro command, which this module does not import."""
+    from compactcli.cli import config
+    from compactcli.cli.options import micro_options, micro_settings
+
+    settings = click.get_current_context().find_root().obj
+    if not isinstance(settings, config.Config):
+        settings = config.Config()
+    micro_only = click.Command("micro", params=micro_options()(lambda: None).__click_params__)
+    return micro_settings(config.values_for(settings, "micro", micro_only))

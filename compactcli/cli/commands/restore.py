@@ -1,0 +1,133 @@
+"""`compactcli restore`: put archived originals back, or list their history; files or folders."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict
+from functools import partial
+from pathlib import Path
+
+import click
+
+from compactcli.cli.options import format_options
+from compactcli.core.errors import EXIT_CODES_HELP
+from compactcli.report import TEXT, Figures, Outcome, Report
+from compactcli.storage import archives
+
+RESTORED, LISTED = "restored", "listed"
+
+
+class RestoreFigures(Figures):
+    verb = "restored"
+
+    def __init__(self, listing: bool) -> None:
+        self.listing = listing
+
+    def describe(self, outcome: Outcome) -> str:
+        if outcome.status == RESTORED:
+            return f"restored {outcome.path} from {outcome.stats.get('from')}"
+        if outcome.status == LISTED:
+            return outcome.message  # a file without history says so; a history is on stdout
+        return super().describe(outcome)
+
+    def summary(self, outcomes: list[Outcome], preview: bool) -> str:
+        if self.listing:
+            return ""  # the listing is the output
+        return super().summary(outcomes, preview)
+
+    def lines(self, outcome: Outcome, output_format: str) -> Iterator[str]:
+        if output_format != TEXT:
+            return
+        for entry in outcome.stats.get("history", ()):
+            yield (
+                f"{entry['index']:>3}  {entry['time']}  {entry['command']:<9} "
+                f"{entry['size_before']:>12,} -> {entry['size_after']:>12,} bytes  {entry['archive']}"
+            )
+
+
+def restore_one(name: str, *, folder: Path | None, which: int) -> Outcome:
+    from compactcli import storage  # not for --help
+
+    record = storage.restore(Path(name), folder, which=which)
+    return Outcome(name, RESTORED, stats=asdict(record) | {"from": record.options.get("from")})
+
+
+def list_one(name: str, *, folder: Path | None) -> Outcome:
+    from compactcli import storage  # not for --help
+
+    path = Path(name)
+    found = storage.read_history(path, folder)
+    for problem in found.skipped:
+        click.echo(f"warning: {problem}", err=True)
+    entries = found.records
+    history = [dict(asdict(entry), index=number) for number, entry in enumerate(entries)]
+    message = "" if entries else f"{path}: no history in {storage.default_archive_dir(path, folder)}"
+    return Outcome(name, LISTED, message=message, stats={"history": history})
+
+
+@click.command(epilog=EXIT_CODES_HELP)
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--archive-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where the originals were archived (default: .transcripts/ beside each file).",
+)
+@click.option("--list", "list_only", is_flag=True, help="Show the history instead of restoring.")
+@click.option(
+    "--which",
+    type=int,
+    default=-1,
+    show_default=True,
+    help="History entry to restore (0 = oldest, -1 = latest).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No per-file lines and no summary line.")
+@format_options()
+def restore(paths, archive_dir, list_only, which, quiet, output_format):
+    """Put back the archived original of each PATH: a transcript, or a folder
+    whose transcripts with an archive each get their latest original back.
+
+    The current file is archived first, so a restore can itself be undone by
+    restoring again. --list shows the history (a file without one: a message,
+    exit 0).
+
+    \b
+    Examples:
+      compactcli restore session.jsonl
+      compactcli restore --list ~/.claude/projects
+      compactcli restore --which 0 session.jsonl
+      compactcli restore --archive-dir ~/backups/transcripts transcripts/
+    """
+    from compactcli.run.runner import run_one  # not for --help
+
+    folder = Path(archive_dir) if archive_dir else None
+    report = Report(
+        "restore",
+        RestoreFigures(listing=list_only),
+        output_format=output_format,
+        verbose=True,  # each restored file is named
+        quiet=quiet,
+    )
+    for name in paths:
+        for path, path_folder in _transcripts(Path(name), folder):
+            if list_only:
+                worker = partial(list_one, folder=path_folder)
+            else:
+                worker = partial(restore_one, folder=path_folder, which=which)
+            report.done(run_one(worker, str(path)))
+    raise SystemExit(report.finish())
+
+
+def _transcripts(path: Path, archive_dir: Path | None) -> list[tuple[Path, Path | None]]:
+    """(transcript, its --archive-dir) for PATH: the file itself, or each transcript under a folder
+    that an archive folder of the tree holds originals of."""
+    if not path.is_dir():
+        return [(path, archive_dir)]
+    found = []
+    for folder, selected in archives.targets(path, archive_dir):
+        for source in archives.sources(folder, selected):
+            beside = Path(source).parent / archives.ARCHIVE_DIR_NAME
+            found.append((Path(source), None if folder == beside.resolve() else folder))
+    if not found:
+        click.echo(f"{path}: no archived originals under this folder", err=True)
+    return found

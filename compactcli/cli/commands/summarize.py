@@ -1,0 +1,369 @@
+"""`compactcli summarize`: Layers 2 and 3, a conversation becomes one summary message."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, BinaryIO
+
+import click
+
+from compactcli.cli.options import (
+    Inputs,
+    SummarizerSettings,
+    Writes,
+    gather_options,
+    input_options,
+    keep_user_messages_option,
+    summarizer_options,
+    write_options,
+)
+from compactcli.core.constants import DEFAULT_METHOD, DEFAULT_MODEL, METHODS, STDIN, USER_MESSAGES_TOKENS
+from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, UNAVAILABLE
+from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
+
+if TYPE_CHECKING:  # the rest is imported when the command runs: --help needs none of it
+    from compactcli.pipelines.summarize_file import SummarizeOptions, SummaryEdit
+
+HELP = f"""Replace a conversation with one summary message (Layers 2 and 3).
+
+The conversation (or all of it but the last --keep-last messages; a tool call is never parted from
+its result) becomes one user message: "[Conversation compressed. Transcript: <archive>]", a blank
+line, and the summary, which says what was accomplished, the current state, the key decisions and
+the next steps. In place, the original is archived first, byte for byte, under the path the message
+names. With -o (a file or -), FILE is left as it was and the message names FILE itself: nothing is
+written beside it, unless --archive-dir asks for a copy there. Stdin is archived in ./.transcripts/
+(or --archive-dir), since nothing else would hold the original.
+
+\b
+Backends (--backend):
+  anthropic  a model, through the Messages API: --model, else
+             $COMPACTCLI_MODEL, else $MODEL_ID, else {DEFAULT_MODEL};
+             ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL.
+             Transcripts over --max-input-tokens are summarized in parts,
+             then combined; the task (the first user message) goes with
+             every part.
+  digest     offline and deterministic: the task, later user messages,
+             files read / written / edited, the last commands, errors
+             met, the last assistant message.
+  auto       anthropic when a key or token is set, else digest (stderr
+             says which).
+
+Secrets (API keys, tokens, private keys, passwords in URLs, ...) become [REDACTED:<kind>] in what is
+sent and in the summary, unless --no-redact; the archive keeps the original.
+
+Claude Code sessions get what Claude Code writes at a compaction (a compact_boundary record, then
+an isCompactSummary user record with the session's identity), so they still resume; the records
+before the cut are dropped (they are in the archive), except `summary` title lines. Codex rollouts
+get what Codex writes at /compact, so `codex resume` carries on: session_meta stays first, then a
+`compacted` record whose replacement_history holds the developer and environment context, the
+user's most recent messages and the summary, then an event_msg `context_compacted`. OpenAI system
+messages stay on top. --check, --diff and --dry-run never call a model.
+
+The user's own messages in the summarized part (not tool results, not what the agent put in their turn)
+follow the summary word for word, redacted, the newest within --keep-user-messages tokens (default
+{USER_MESSAGES_TOKENS:,}, what Codex keeps): instructions are not paraphrased away. --pin REGEX keeps
+the summarized messages it matches as they are, after the summary; a pinned tool call keeps its
+results, and a pinned result its call, so no pair is broken. --verify probes each summarized file
+against its original (as `compactcli probe`) and reports the retention; --min-retention R exits 1
+for a file below R.
+
+An API failure (after the SDK's retries) leaves the file untouched, with no archive: exit 69.
+
+\b
+Examples:
+  compactcli summarize --backend digest session.jsonl
+  compactcli summarize --focus "the database migration" session.jsonl
+  compactcli summarize --threshold 100000 --jobs 4 ~/.claude/projects
+  compactcli summarize --keep-last 6 -o - session.jsonl > short.jsonl
+"""
+
+
+def _check_patterns(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    for pattern in value:
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            raise click.BadParameter(f"{pattern!r} is not a regular expression: {err}", ctx, param) from None
+    return value
+
+
+def summarize_options() -> Callable:
+    """summarize's own options (the summarizer's are `summarizer_options`)."""
+    options = [
+        click.option(
+            "--keep-last",
+            type=click.IntRange(0),
+            default=0,
+            show_default=True,
+            help="Keep the last N messages after the summary (earlier if a tool call needs it).",
+        ),
+        click.option(
+            "--focus", default=None, metavar="TEXT", help="Ask the summary to keep details about TEXT."
+        ),
+        keep_user_messages_option(),
+        click.option(
+            "--pin",
+            multiple=True,
+            metavar="REGEX",
+            callback=_check_patterns,
+            help="Keep the summarized messages REGEX matches (text, tool inputs and results) verbatim "
+            "after the summary, with their tool calls or results. Repeatable.",
+        ),
+        click.option(
+            "--verify",
+            is_flag=True,
+            help="Probe each summarized file against its original (as `compactcli probe`) and report "
+            "the retention.",
+        ),
+        click.option(
+            "--min-retention",
+            type=click.FloatRange(0, 1),
+            default=None,
+            metavar="R",
+            help="--verify, and exit 1 for a file whose retention is below R (0 to 1).",
+        ),
+        click.option(
+            "--threshold",
+            type=click.IntRange(0),
+            default=None,
+            help="Only summarize files whose token estimate exceeds N (default: every file).",
+        ),
+        click.option(
+            "--method",
+            type=click.Choice(METHODS),
+            default=DEFAULT_METHOD,
+            show_default=True,
+            help="How --threshold counts tokens (as `estimate --method`).",
+        ),
+        click.option(
+            "--batch",
+            "use_batch",
+            is_flag=True,
+            help="Send all files as one Message Batch (half the price), wait, then apply.",
+        ),
+        click.option(
+            "--batch-id",
+            default=None,
+            metavar="ID",
+            help="Apply the results of an earlier --batch (same PATHS and options).",
+        ),
+        click.option(
+            "--poll-interval",
+            type=click.FloatRange(0),
+            default=30.0,
+            show_default=True,
+            help="Seconds between polls of a --batch.",
+        ),
+    ]
+
+    def apply(func: Callable) -> Callable:
+        func = gather_options("options", "compactcli.pipelines.summarize_file:SummarizeOptions")(func)
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return apply
+
+
+class SummarizeFigures(Figures):
+    verb, doing = "summarized", "summarize"
+
+    def describe(self, outcome: Outcome) -> str:
+        stats = outcome.stats
+        if outcome.status == CHANGED:
+            detail = [f"{stats.get('summarized', 0)} messages -> 1 by {stats.get('backend', '?')}"]
+            if stats.get("kept"):
+                detail.append(f"kept {stats['kept']}")
+            if "replaced_lines" in stats:
+                detail.append(f"{stats['replaced_lines']} lines replaced (in the archive)")
+            if "retention" in stats:
+                detail.append(f"retention {stats['retention']:.2f}")
+            if "bytes_before" in stats:
+                detail.append(f"{stats['bytes_before']:,} -> {stats['bytes_after']:,} bytes")
+            detail.append(f"{stats.get('redacted', 0)} secrets redacted")
+            if stats.get("archive"):
+                detail.append(f"archive {stats['archive']}")
+            return f"summarized {outcome.path} ({'; '.join(detail)})"
+        if outcome.status == WOULD_CHANGE:
+            return (
+                f"would summarize {outcome.path} ({stats.get('summarized', 0)} of {stats.get('messages', 0)} "
+                f"messages, ~{stats.get('tokens') or 0:,} tokens)"
+            )
+        if outcome.status == UNCHANGED:
+            reason = stats.get("reason")
+            return f"unchanged {outcome.path}" + (f" ({reason})" if reason else "")
+        return super().describe(outcome)
+
+    def summary(self, outcomes: list[Outcome], preview: bool) -> str:
+        line = super().summary(outcomes, preview)
+        redacted = sum(o.stats.get("redacted", 0) for o in outcomes)
+        line += f", {redacted} secrets redacted" if redacted else ""
+        retention = [o.stats["retention"] for o in outcomes if "retention" in o.stats]
+        if retention:  # --verify
+            below = sum(1 for o in outcomes if "retention" in o.stats and o.exit_code == CHECK_FAILED)
+            line += f", lowest retention {min(retention):.2f}" + (
+                f" ({below} below --min-retention)" if below else ""
+            )
+        return line
+
+
+@click.command(help=HELP, epilog=EXIT_CODES_HELP)
+@input_options(formats=("text", "json", "github"))
+@write_options()
+@summarizer_options()
+@summarize_options()
+def summarize(
+    inputs: Inputs,
+    writes: Writes,
+    summarizer_settings: SummarizerSettings,
+    options: SummarizeOptions,
+    method,
+    use_batch,
+    batch_id,
+    poll_interval,
+):
+    from compactcli.pipelines.summarize_file import analyze
+    from compactcli.run import runner
+
+    items = runner.find_inputs(inputs.paths, inputs.glob, writes.archive_dir, writes.output)
+    preview = writes.preview
+    summarizer = summarizer_settings.make()
+    _check_backend(summarizer, summarizer_settings.backend, use_batch or batch_id, preview, inputs.quiet)
+    manifest_options = _manifest_options(options, summarizer, summarizer_settings, method)
+    settings = writes.settings("summarize", manifest_options)
+    file_analyze = partial(
+        analyze,
+        options=options,
+        summarizer=summarizer,
+        fmt=inputs.dialect,
+        on_invalid=inputs.on_invalid,
+        estimator=_estimator(method) if options.threshold is not None else None,
+    )
+    if writes.output is not None and writes.archive_dir is None:
+        file_analyze = _naming_the_input(file_analyze)
+    report = Report(
+        "summarize",
+        SummarizeFigures(),
+        output_format=inputs.output_format,
+        verbose=inputs.verbose,
+        quiet=inputs.quiet,
+        check=writes.check,
+        preview=preview,
+        stdout_has_data=runner.stdout_carries_data(items, writes.output),
+    )
+    on_outcome = _reporting(report, options, inputs, writes, items)
+    if (use_batch or batch_id) and not preview:
+        from compactcli.pipelines.message_batch import run_batch
+
+        if writes.output_dir or inputs.scheduler:
+            raise click.UsageError("--batch writes in place or to -o: not with --output-dir or --scheduler")
+
+        run_batch(
+            items,
+            settings=settings,
+            analyze=file_analyze,
+            summarizer=summarizer,
+            batch_id=batch_id,
+            poll_interval=poll_interval,
+            on_outcome=on_outcome,
+        )
+    else:
+        worker = runner.file_worker(items, inputs, writes, settings, file_analyze)
+        runner.run(items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=on_outcome)
+        runner.write_manifest(report.outcomes, writes, settings)
+    raise SystemExit(report.finish())
+
+
+def _estimator(method: str):
+    from compactcli.counting import context
+
+    return context.estimator(method)
+
+
+def _naming_the_input(analyze: Callable[..., SummaryEdit]) -> Callable[..., SummaryEdit]:
+    """-o leaves the input as it was, so the summary names the input itself and no archive copy is
+    written beside it (micro -o and --output-dir write nothing there either). Stdin is still
+    archived: once read, nothing else holds the original."""
+
+    def analyze_naming_the_input(source: BinaryIO, name: str) -> SummaryEdit:
+        from compactcli.pipelines.transcript import STDIN_NAME
+        from compactcli.storage import remote
+
+        edit = analyze(source, name)
+        if name != STDIN_NAME:
+            edit.archive_first = False
+            edit.use_archive(name if remote.is_url(name) else os.path.abspath(name))
+        return edit
+
+    return analyze_naming_the_input
+
+
+def _check_backend(summarizer, requested: str, batch: object, preview: bool, quiet: bool) -> None:
+    """Usage and credential errors before any file is touched; the backend line on stderr."""
+    if batch and summarizer.name != "anthropic":
+        raise click.UsageError(
+            "--batch needs the anthropic backend (set ANTHROPIC_API_KEY or pass --backend)"
+        )
+    from compactcli.backends.anthropic import have_credentials
+
+    if summarizer.name == "anthropic" and not preview and not have_credentials():
+        # One error before any file is touched, not the same one for every file.
+        click.echo(
+            "error: --backend anthropic needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN in the environment "
+            "(--backend digest works offline); no file was changed",
+            err=True,
+        )
+        raise SystemExit(UNAVAILABLE)
+    if not quiet and not preview:
+        click.echo(f"summarize: backend {_backend_line(requested, summarizer)}", err=True)
+
+
+def _manifest_options(
+    options: SummarizeOptions, summarizer, settings: SummarizerSettings, method: str
+) -> dict:
+    return {
+        "keep_last": options.keep_last,
+        "backend": summarizer.name,
+        "model": getattr(summarizer, "model", None),
+        "focus": options.focus,
+        "summary_tokens": settings.summary_tokens,
+        "max_input_tokens": settings.max_input_tokens,
+        "redact": not settings.no_redact,
+        "threshold": options.threshold,
+        "keep_user_messages": options.keep_user_messages,
+        "pin": list(options.pin),
+        "method": method,
+    }
+
+
+def _reporting(
+    report: Report, options: SummarizeOptions, inputs: Inputs, writes: Writes, items: list[str]
+) -> Callable[[Outcome], None]:
+    """What each file's outcome goes through: the report, after --verify's probe when asked."""
+    if not options.verify and options.min_retention is None:
+        return report.done
+    if writes.output == "-" or (writes.output is None and STDIN in items):
+        raise click.UsageError("--verify reads the summarized file back: not with a transcript on stdout")
+    from compactcli.pipelines.verify import verifying
+
+    return verifying(
+        report.done,
+        output=writes.output,
+        min_retention=options.min_retention,
+        fmt=inputs.dialect,
+        on_invalid=inputs.on_invalid,
+    )
+
+
+def _backend_line(requested: str, summarizer) -> str:
+    if summarizer.name == "anthropic":
+        text = f"anthropic (model {summarizer.model})"
+    else:
+        text = "digest (offline, no model)"
+    if requested == "auto":
+        why = "an API key is set" if summarizer.name == "anthropic" else "no API key or auth token is set"
+        text += f", chosen by --backend auto: {why}"
+    return text

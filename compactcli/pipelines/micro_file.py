@@ -1,0 +1,227 @@
+"""micro on one file: a first pass indexes the tool results, a second writes the result.
+
+Which results are old enough to clear is known only at the end of the first pass. So that the second pass
+need not parse lines again, the first pass already serializes every line that has a clearable result as it
+would be if cleared, into a small spool file (cleared lines are short); the second pass copies either the
+original line or the spooled one. The rare line whose final plan differs (a result among the last --keep, a
+tool name found only later in the file) is parsed again.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+import orjson
+
+from compactcli.dialects import Dialect
+from compactcli.layers.micro import (
+    COPY_SLOT,
+    DROP_SLOT,
+    IMAGE_SLOT,
+    PARENT_SLOT,
+    THINKING_SLOT,
+    MicroIndex,
+    MicroOptions,
+    Plan,
+    apply,
+    plan,
+)
+from compactcli.pipelines.transcript import Line, copy_range, dialect_for, diff_line, dump_line, parse_line
+
+
+@dataclass
+class MicroEdit:
+    path: str
+    dialect: Dialect
+    clears: Plan
+    on_invalid: str
+    stats: dict
+    spool: BinaryIO | None = None
+    spooled: dict[int, tuple[int, int, list]] = field(default_factory=dict)
+    spans: dict[int, tuple[int, int]] = field(default_factory=dict)  # line -> (offset, length) in source
+    archive_first = False  # a placeholder does not name the archive
+    sha256 = ""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.clears)
+
+    def prepare(self, source: BinaryIO) -> None:
+        """Nothing: micro decides everything in its first read."""
+
+    def use_archive(self, path: str) -> None:
+        """Never called (archive_first is False)."""
+
+    def close(self) -> None:
+        if self.spool is not None:
+            self.spool.close()
+
+    def _new_line(self, source: BinaryIO, number: int) -> tuple[int, int, bytes]:
+        """(offset, length) of a changed line in `source`, and what replaces it."""
+        offset, length = self.spans[number]
+        todo = self.clears[number]
+        spooled = self.spooled.get(number)
+        if spooled is not None and spooled[2] == todo and self.spool is not None:
+            self.spool.seek(spooled[0])
+            return offset, length, self.spool.read(spooled[1])
+        source.seek(offset)
+        line = parse_line(source.read(length), self.path, number, self.on_invalid)
+        if line.record is None:
+            return offset, length, line.raw
+        if not apply(self.dialect, line.record, todo):
+            return offset, length, b""  # dropped
+        return offset, length, dump_line(line)
+
+    def write(self, source: BinaryIO, out: BinaryIO) -> None:
+        # Unchanged stretches are copied in large chunks rather than line by line.
+        position = 0
+        for number in sorted(self.clears):
+            offset, length, new = self._new_line(source, number)
+            copy_range(source, out, position, offset)
+            out.write(new)
+            position = offset + length
+        copy_range(source, out, position, None)
+
+    def describe(self, source: BinaryIO) -> Iterator[str]:
+        for number, todo in sorted(self.clears.items()):
+            for slot, placeholder in todo:
+                if slot == THINKING_SLOT:
+                    yield f"{self.path}:{number}: {self.dialect.drops_thinking_says}"
+                    continue
+                if slot in _STRATEGY_CHANGES:
+                    yield f"{self.path}:{number}: {_STRATEGY_CHANGES[slot]}"
+                    continue
+                if slot == COPY_SLOT:
+                    yield f"{self.path}:{number}: clear the UI copy of a cleared tool result -> {placeholder}"
+                    continue
+                where = f"block {slot}" if slot >= 0 else "message"
+                yield f"{self.path}:{number}: clear tool result ({where}) -> {placeholder}"
+
+    def diff(self, source: BinaryIO, name: str) -> Iterator[str]:
+        yield f"--- {name}\n"
+        yield f"+++ {name}\n"
+        for number in sorted(self.clears):
+            offset, length, new = self._new_line(source, number)
+            source.seek(offset)
+            yield f"@@ -{number},1 +{number},{1 if new else 0} @@\n"
+            yield "-" + diff_line(source.read(length))
+            if new:
+                yield "+" + diff_line(new)
+
+
+_STRATEGY_CHANGES = {
+    IMAGE_SLOT: "replace images with a placeholder (--keep-images)",
+    DROP_SLOT: "drop the record",
+    PARENT_SLOT: "point the record at the nearest ancestor kept (its parent is dropped)",
+}
+
+
+def _copy_candidates(dialect: Dialect, index: MicroIndex, options: MicroOptions, record: dict) -> list:
+    """What a UI copy record becomes if the result it repeats is cleared (decided only at the end)."""
+    found = []
+    for use_id in dialect.result_copies(record):
+        name = index.tool_names.get(use_id)
+        if name is not None and name not in options.preserve:
+            found.append((COPY_SLOT, options.render(name)))
+    return found
+
+
+def analyze(
+    source: BinaryIO,
+    path: str,
+    *,
+    options: MicroOptions,
+    fmt: str | None = None,
+    on_invalid: str = "error",
+    estimator=None,
+) -> MicroEdit:
+    """Read the file once and decide what micro clears. `estimator(dialect)` backs --trigger-tokens."""
+    dialect = dialect_for(source, path, fmt)
+    index = MicroIndex(dialect, placeholder=options.placeholder, truncate=options.truncate)
+    strategies = None
+    if options.strategies:
+        from compactcli.layers.micro_strategies import StrategyIndex
+
+        strategies = StrategyIndex(dialect, options)
+    counter = estimator(dialect) if (estimator and options.trigger_tokens) else None
+    order = dialect.new_order()  # Claude Code: the parentUuid chain decides which results are the last
+    edit = MicroEdit(path, dialect, {}, on_invalid, {}, spool=tempfile.TemporaryFile())
+    spool = edit.spool
+    lines = 0
+    offset = source.tell()
+    try:
+        for number, raw in enumerate(source, 1):
+            lines, start, offset = number, offset, offset + len(raw)
+            try:  # the common case inline: this loop is the hot path
+                record, slow = orjson.loads(raw), False
+                if type(record) is not dict:
+                    raise ValueError
+            except ValueError:
+                line = parse_line(raw, path, number, on_invalid)
+                record, slow = line.record, line.slow
+            if record is None:
+                continue
+            if counter is not None:
+                counter.add(record)
+            if order is not None:
+                conversation, scanned = order.add_scan(number, start, record)
+            else:
+                conversation = scanned = None
+            if strategies is not None:  # before `apply` below changes the record
+                strategies.add(number, record)
+                edit.spans[number] = (start, len(raw))
+            candidates = []
+            copies = index.copy_count
+            facts = index.add(number, record, conversation, scanned)
+            if facts or index.copy_count != copies:  # a UI copy may be cleared too
+                edit.spans[number] = (start, len(raw))
+            if index.copy_count != copies:  # cleared as its result will be, if that one is cleared
+                candidates = _copy_candidates(dialect, index, options, record)
+            for fact in facts:
+                if fact.tool_use_id in index.tool_names:
+                    placeholder = options.placeholder_for(fact, index.tool_names[fact.tool_use_id])
+                    if placeholder is not None:
+                        candidates.append((fact.slot, placeholder))
+            if candidates:
+                apply(dialect, record, candidates)  # the record is not needed any more
+                data = dump_line(Line(number, raw, record, slow))
+                edit.spooled[number] = (spool.tell(), len(data), candidates)
+                spool.write(data)
+    except BaseException:
+        edit.close()
+        raise
+    # The index holds each conversation's results in file order: it follows the chain only where the
+    # chain leaves records out or moves them.
+    if order is not None and (strategies is not None or not order.in_file_order()):
+        lines_in_order = [line for line, _ in order.order()]
+        index.follow(lines_in_order)
+        if strategies is not None:
+            strategies.follow(lines_in_order)
+    edit.stats = {"dialect": dialect.name, "lines": lines, "tool_results": index.result_count}
+    if counter is not None:
+        edit.stats["tokens"] = counter.tokens
+    if counter is None or counter.tokens > options.trigger_tokens:
+        edit.clears = plan(index, options, strategies)
+    slots = [slot for todo in edit.clears.values() for slot, _ in todo]
+    edit.stats["cleared"] = sum(slot >= -1 for slot in slots)
+    if index.copies:
+        edit.stats["ui_copies_cleared"] = slots.count(COPY_SLOT)
+    if strategies is not None:
+        edit.stats["strategies"] = options.strategies
+        edit.stats.update(strategy_figures(edit.clears))
+    return edit
+
+
+def strategy_figures(clears: Plan) -> dict[str, int]:
+    """How many images, records, parents and thinking blocks the strategies changed."""
+    changes = [change for todo in clears.values() for change in todo]
+    images = sum(len(value) for slot, value in changes if slot == IMAGE_SLOT)  # type: ignore[arg-type]
+    return {
+        "images_removed": images,
+        "records_dropped": sum(slot == DROP_SLOT for slot, _ in changes),
+        "records_relinked": sum(slot == PARENT_SLOT for slot, _ in changes),
+        "thinking_removed": sum(slot == THINKING_SLOT for slot, _ in changes),
+    }

@@ -1,0 +1,215 @@
+"""Which facts of a replaced span survive its summary: a deterministic fidelity check.
+
+docs/design.md, "probe". The facts are extracted from the part of ORIGINAL that SUMMARIZED replaced
+(the records it no longer carries verbatim, when it holds a compaction; else the whole original) and
+looked up anywhere in SUMMARIZED's text. Records are read only through the Dialect interface.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from compactcli.core.errors import BadInput
+from compactcli.core.jsonio import json_strings
+from compactcli.dialects import Dialect
+from compactcli.layers.summarize import could_be_task, is_user_words, summarizer_view
+from compactcli.pipelines.transcript import dialect_for, read_lines
+
+CATEGORIES = ("paths", "commands", "errors", "urls", "identifiers", "numbers", "instructions")
+
+_URL = re.compile(r"https?://[^\s<>\"'`)\]]+")
+_PATH = re.compile(
+    r"(?<![\w:/.-])(?:~/|\.{1,2}/|/)?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8}\b|(?<![\w/])/(?:[\w.-]+/)+[\w.-]+"
+)
+_IDENTIFIER = re.compile(
+    r"\b(?:[A-Za-z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b"
+)
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
+_ERROR = re.compile(
+    r"\b(?:error|exception|traceback|failed|failure|fatal|panic)\b|\w(?:Error|Exception)\b", re.I
+)
+_SPACE = re.compile(r"\s+")
+_MAX_FACT = 200  # an error line or instruction is compared on its first 200 characters
+_COMMAND_KEYS = ("command", "cmd")
+
+
+@dataclass
+class Retention:
+    """Facts of one category: how many, and which did not survive."""
+
+    total: int = 0
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def survived(self) -> int:
+        return self.total - len(self.missing)
+
+    @property
+    def score(self) -> float:
+        return self.survived / self.total if self.total else 1.0
+
+
+@dataclass
+class ProbeResult:
+    dialect: str
+    replaced_records: int
+    categories: dict[str, Retention]
+
+    @property
+    def total(self) -> int:
+        return sum(r.total for r in self.categories.values())
+
+    @property
+    def survived(self) -> int:
+        return sum(r.survived for r in self.categories.values())
+
+    @property
+    def score(self) -> float:
+        return self.survived / self.total if self.total else 1.0
+
+    def to_json(self) -> dict:
+        return {
+            "dialect": self.dialect,
+            "replaced_records": self.replaced_records,
+            "retention": round(self.score, 4),
+            "survived": self.survived,
+            "total": self.total,
+            "categories": {
+                name: {
+                    "survived": r.survived,
+                    "total": r.total,
+                    "retention": round(r.score, 4),
+                    "missing": r.missing,
+                }
+                for name, r in self.categories.items()
+            },
+        }
+
+
+def _squash(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+@dataclass
+class _Span:
+    """Text of the replaced part, by what it is."""
+
+    user_texts: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # everything said or returned
+    commands: list[str] = field(default_factory=list)
+
+    def add(self, message: dict) -> None:
+        content = message.get("content")
+        # The user's instructions: what the user wrote (not an agent's note in their turn, a local
+        # command's caveat or output), the same rule as the messages summarize keeps verbatim.
+        users = is_user_words(message)
+        if isinstance(content, str):
+            self.texts.append(content)
+            if users and could_be_task(content):
+                self.user_texts.append(content)
+            return
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                self.texts.append(block["text"])
+                if users and could_be_task(block["text"]):
+                    self.user_texts.append(block["text"])
+            elif kind == "tool_use" and isinstance(block.get("input"), dict):
+                for key in _COMMAND_KEYS:
+                    command = block["input"].get(key)
+                    if isinstance(command, list):
+                        command = " ".join(map(str, command))
+                    if isinstance(command, str) and command.strip():
+                        self.commands.append(command)
+                self.texts.extend(json_strings(block["input"]))
+            elif kind == "tool_result":
+                self.texts.extend(json_strings(block.get("content")))
+
+
+def _ordered(found: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(f for f in found if f))
+
+
+def extract(span: _Span) -> dict[str, list[str]]:
+    """The facts of a span per category, each once, in order of appearance."""
+    text = "\n".join(span.texts)
+    lines = [line.strip() for line in text.splitlines()]
+    return {
+        "paths": _ordered(m.group(0) for m in _PATH.finditer(text)),
+        "commands": _ordered(_squash(c.splitlines()[0])[:_MAX_FACT] for c in span.commands),
+        "errors": _ordered(_squash(line)[:_MAX_FACT] for line in lines if _ERROR.search(line)),
+        "urls": _ordered(m.group(0).rstrip(".,;:") for m in _URL.finditer(text)),
+        "identifiers": _ordered(m.group(0) for m in _IDENTIFIER.finditer(text)),
+        "numbers": _ordered(m.group(0) for m in _NUMBER.finditer(text) if len(m.group(0)) >= 3),
+        "instructions": _ordered(_squash(t)[:_MAX_FACT] for t in span.user_texts if t.strip()),
+    }
+
+
+def _survives(category: str, fact: str, haystack: str, folded: str) -> bool:
+    if category in ("errors", "instructions", "commands"):
+        return fact.casefold() in folded
+    if category in ("identifiers", "numbers"):
+        return re.search(rf"(?<![\w.]){re.escape(fact)}(?![\w])", haystack) is not None
+    return fact in haystack
+
+
+def _records(source: BinaryIO, path: str, on_invalid: str) -> Iterator[dict]:
+    for line in read_lines(source, path, on_invalid):
+        if line.record is not None:
+            yield line.record
+
+
+def _key(message: dict) -> str:
+    return json.dumps(message, sort_keys=True, default=str)
+
+
+def probe(
+    original: BinaryIO,
+    original_path: str,
+    summarized: BinaryIO,
+    summarized_path: str,
+    *,
+    fmt: str | None = None,
+    on_invalid: str = "error",
+) -> ProbeResult:
+    """Retention of ORIGINAL's replaced facts in SUMMARIZED (both open, seekable files)."""
+    dialect: Dialect = dialect_for(original, original_path, fmt)
+    summary_dialect: Dialect = dialect_for(summarized, summarized_path, fmt)
+
+    kept: set[str] = set()
+    pieces: list[str] = []
+    compacted = False
+    for record in _records(summarized, summarized_path, on_invalid):
+        pieces.extend(json_strings(record))
+        compacted = compacted or summary_dialect.compaction(record) is not None
+        message = summary_dialect.normalize(record)
+        if message is not None:
+            kept.add(_key(message))
+
+    span = _Span()
+    replaced = messages = 0
+    for record in _records(original, original_path, on_invalid):
+        message = dialect.normalize(record)
+        if message is None:
+            continue
+        messages += 1
+        if compacted and _key(message) in kept:
+            continue  # carried over verbatim: not part of what the summary replaced
+        replaced += 1
+        span.add(summarizer_view(dialect, record) or message)
+    if messages == 0:
+        raise BadInput(f"{original_path}: no conversation to probe (no message records)")
+
+    haystack = _squash("\n".join(pieces))
+    folded = haystack.casefold()
+    categories = {}
+    for category, facts in extract(span).items():
+        missing = [f for f in facts if not _survives(category, f, haystack, folded)]
+        categories[category] = Retention(total=len(facts), missing=missing)
+    return ProbeResult(dialect.name, replaced, categories)

@@ -1,0 +1,573 @@
+"""summarize on one file: decide the cut (cheap), have the summary written, then write the result.
+
+1. `analyze` reads the file once and keeps per message only its line, offset, role and tool ids
+   (no content), plus what --threshold and the Claude Code chain need. It decides the cut.
+2. `prepare` (only for a real write, never for --check/--diff/--dry-run) reads the summarized
+   messages again and streams them to the summarizer: the model is asked before anything is
+   archived or written, so a failing API leaves nothing behind.
+3. The caller archives the original and passes its path to `use_archive` (the summary names it).
+4. `write` copies the lines kept at the top, writes the summary record(s), then copies the kept
+   tail byte for byte (Claude Code records whose parent was summarized away are re-linked).
+
+What is kept, per dialect (the records before the cut are all in the archive):
+- anthropic: the summary message, then the kept messages.
+- openai: the system/developer messages of the summarized part, in order, then the summary, then
+  the kept messages (system messages carry instructions that a summary should not paraphrase).
+- claude-code: the `summary` title records of the summarized part (the session's name in the
+  resume list), then a compact_boundary record and the isCompactSummary user record, then every
+  record from the cut on, untouched except that a main-chain record whose parentUuid pointed
+  before the cut now points to the summary record. Before the cut everything else goes: earlier
+  history and compactions, sub-agent (sidechain) records, file-history snapshots, progress, queue
+  and system records; they belong to the summarized turns. The conversation summarized is the
+  main chain from its last compaction on; a file of sidechain records only (a sub-agent's own log)
+  is its own conversation, and the new records then carry its isSidechain and agentId.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import orjson
+
+from compactcli.core import redact as redaction
+from compactcli.core.errors import BadInput, Unavailable
+from compactcli.core.jsonio import dumps_like, plain
+from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
+from compactcli.dialects.base import USER_MESSAGES_TOKENS
+from compactcli.layers.summarize import (
+    SUMMARY_PREFIX,
+    Summarizer,
+    UserMessages,
+    after_summary,
+    choose_cut,
+    is_summary_message,
+    nothing_to_summarize,
+    pin_closure,
+    searchable_text,
+    summarizer_view,
+    summary_text,
+    user_messages_follow,
+)
+from compactcli.pipelines.transcript import (
+    ConversationLines,
+    Line,
+    copy_range,
+    dialect_for,
+    diff_line,
+    parse_line,
+)
+
+
+@dataclass(frozen=True)
+class SummarizeOptions:
+    keep_last: int = 0  # messages kept after the summary (0: summarize everything)
+    focus: str | None = None  # Layer 3's argument: keep details about this
+    threshold: int | None = None  # summarize only files whose estimate exceeds this
+    # Tokens of the user's own messages put verbatim after the summary (0: none); docs/design.md,
+    # "summarize: the user's words".
+    keep_user_messages: int = USER_MESSAGES_TOKENS
+    # Messages of the summarized part matching one of these regular expressions are kept verbatim
+    # after the summary, with the partners of their tool calls and results (docs/design.md).
+    pin: tuple[str, ...] = ()
+    # --verify: probe each summarized file against its original; --min-retention R (implies it): a file
+    # whose retention is below R exits 1 (compactcli/verify.py).
+    verify: bool = False
+    min_retention: float | None = None
+
+
+@dataclass(frozen=True)
+class _Style:
+    """How the file writes its lines, so that new ones look the same."""
+
+    spaced: bool = False  # json.dumps' default ", " and ": "
+    ascii: bool = True  # non-ASCII escaped
+    eol: bytes = b"\n"
+
+
+def _style_of(raw: bytes) -> _Style:
+    head = raw[:256].lstrip()
+    spaced = False
+    if head.startswith(b'{"'):
+        end = head.find(b'"', 2)
+        spaced = end > 0 and head[end + 1 : end + 3] == b": "
+    eol = b"\r\n" if raw.endswith(b"\r\n") else b"\n"
+    return _Style(spaced, raw.isascii(), eol)
+
+
+def _dump(record: dict, style: _Style) -> bytes:
+    if style.spaced:
+        return json.dumps(record, ensure_ascii=style.ascii, separators=(", ", ": ")).encode()
+    if style.ascii:
+        return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode()
+    return orjson.dumps(record, default=plain)
+
+
+@dataclass(slots=True)
+class _Linked:
+    """A record of the dialect's chain (Dialect.link), in the conversation's order."""
+
+    offset: int
+    length: int
+    line: int
+    uuid: str | None
+    parent: str | None
+
+
+@dataclass
+class _Conversation:
+    """One conversation's messages since its last compaction (skeletons: role and tool ids), in the
+    order the model saw them (Dialect.new_order; file order without one)."""
+
+    messages: list[dict] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    synthetic: set[int] = field(default_factory=set)  # offsets of API error notices: never sent
+    pinned: set[int] = field(default_factory=set)  # indexes of messages --pin matches
+    # Every record of the dialect's chain, in the conversation's order.
+    chain: list[_Linked] = field(default_factory=list)
+    at_chain: list[int] = field(default_factory=list)  # per message: its place in `chain`
+
+    def restart(self) -> None:
+        self.messages.clear()
+        self.lines.clear()
+        self.offsets.clear()
+        self.lengths.clear()
+        self.at_chain.clear()
+        self.pinned.clear()
+
+
+def _with_history(dialect: Dialect, record: dict) -> list[dict]:
+    """A record, or for a compaction that carries the new context itself, the records of that context."""
+    if dialect.compaction(record) == BOUNDARY:
+        return dialect.restarted_with(record)
+    return [record]
+
+
+def _skeleton(dialect: Dialect, record: dict, normalized: dict, summary: bool) -> dict:
+    """Role and tool ids (all that choose_cut reads), and the start of an earlier summary's text
+    (what nothing_to_summarize reads)."""
+    blocks: list[dict] = [{"type": "text", "text": SUMMARY_PREFIX}] if summary else []
+    blocks += [{"type": "tool_use", "id": use.id} for use in dialect.tool_uses(record)]
+    blocks += [{"type": "tool_result", "tool_use_id": r.tool_use_id} for r in dialect.tool_results(record)]
+    return {"role": normalized.get("role"), "content": blocks}
+
+
+@dataclass
+class SummaryEdit:
+    path: str
+    dialect: Dialect
+    options: SummarizeOptions
+    summarizer: Summarizer | None
+    on_invalid: str
+    stats: dict = field(default_factory=dict)
+    archive_first: bool = True  # rewrite: archive before `write`, and pass its path to use_archive
+    sha256: str = ""  # of the bytes analyze read
+    size: int = 0
+    style: _Style = field(default_factory=_Style)
+    conversation: _Conversation = field(default_factory=_Conversation)
+    cut: int = 0
+    cut_offset: int = 0
+    cut_line: int = 0  # first line kept after the summary; one past the last line when none is
+    top: list[tuple[int, int]] = field(default_factory=list)  # spans kept above the summary
+    dropped: int = 0  # lines the summary replaces (they are in the archive only)
+    relink: list[tuple[int, int]] = field(default_factory=list)  # spans whose parentUuid changes
+    # Summarized records after cut_offset (the conversation's order is not the file's): left out.
+    removed: list[tuple[int, int]] = field(default_factory=list)
+    pinned: list[tuple[int, int]] = field(default_factory=list)  # kept verbatim after the summary (--pin)
+    # Records the summary records take their shape from (Dialect.summary_records' context_records):
+    # the first user message, the last message and the last linked record before the cut.
+    context_offsets: tuple[int, ...] = ()
+    line_numbers: dict[int, int] = field(default_factory=dict)  # offset -> line of relinked records
+    pre_tokens: int | None = None
+    summary: str | None = None
+    archive_path: str | None = None
+    user_messages: UserMessages | None = None  # filled as summarized_messages is read
+    _will_change: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self._will_change
+
+    def close(self) -> None:
+        pass
+
+    # -- 2. the summary --------------------------------------------------------------------------
+
+    def summarized_messages(self, source: BinaryIO) -> Iterator[dict]:
+        """The normalized messages before the cut, in the conversation's order, read again from `source`."""
+        conversation = self.conversation
+        user_messages = UserMessages(self.options.keep_user_messages)
+        for number, offset in zip(
+            conversation.lines[: self.cut], conversation.offsets[: self.cut], strict=True
+        ):
+            if offset in conversation.synthetic:
+                continue
+            source.seek(offset)
+            record = parse_line(source.readline(), self.path, number, self.on_invalid).record
+            for each in _with_history(self.dialect, record) if record is not None else ():
+                normalized = summarizer_view(self.dialect, each)
+                if normalized is not None:
+                    user_messages.add(normalized)
+                    yield normalized
+        self.user_messages = user_messages
+
+    def prepare(self, source: BinaryIO) -> None:
+        """Have the summary written (the API call, if any). Raises Unavailable (exit 69)."""
+        if self.summary is not None:
+            return  # given already (a Message Batch result)
+        if self.summarizer is None:
+            raise ValueError("no summarizer")
+        try:
+            text = self.summarizer.summarize(self.summarized_messages(source), focus=self.options.focus)
+        except Unavailable as err:
+            raise Unavailable(f"{self.path}: {err}") from err
+        self.set_summary(text, self.summarizer.name, dict(self.summarizer.redactions))
+        calls = getattr(self.summarizer, "calls", None)
+        if calls is not None:
+            self.stats["api_calls"] = calls
+
+    def set_summary(self, text: str, backend: str, redactions: dict[str, int]) -> None:
+        if getattr(self.summarizer, "redact", True):
+            # Whatever wrote it (a model, a Message Batch result), a summary holds no secret that
+            # redaction knows (docs/design.md, "Secrets"); redacting twice changes nothing more.
+            text, found = redaction.redact(text)
+            redactions = dict(Counter(redactions) + found)
+        self.summary = text
+        self.stats["backend"] = backend
+        self.stats["redacted"] = sum(redactions.values())
+        if redactions:
+            self.stats["redactions"] = dict(sorted(redactions.items()))
+
+    def use_archive(self, path: str) -> None:
+        self.archive_path = path
+
+    # -- 4. the result ---------------------------------------------------------------------------
+
+    def new_records(self, source: BinaryIO, summary: str, archive: str) -> list[dict]:
+        context = [self._read_at(source, offset) for offset in self.context_offsets]
+        return self.dialect.summary_records(
+            summary_text(archive, summary),
+            context_records=context,
+            pre_tokens=self.pre_tokens,
+        )
+
+    def _read_at(self, source: BinaryIO, offset: int) -> dict:
+        source.seek(offset)
+        record = parse_line(source.readline(), self.path, 0, "keep").record
+        return record or {}
+
+    def write(self, source: BinaryIO, out: BinaryIO) -> None:
+        if self.summary is None or self.archive_path is None:
+            raise ValueError("write needs the summary (prepare) and the archive path (use_archive)")
+        summary = self.summary + self._user_messages(source)
+        records = self.new_records(source, summary, self.archive_path)
+        self._write(source, out, records)
+
+    def _user_messages(self, source: BinaryIO) -> str:
+        """The user's own messages, verbatim, to follow the summary (--keep-user-messages), redacted like
+        it; "" when there are none or the dialect's compaction keeps them itself."""
+        if not user_messages_follow(self.dialect, self.options.keep_user_messages):
+            return ""
+        if self.user_messages is None:  # the summary came from elsewhere (a Message Batch result)
+            for _ in self.summarized_messages(source):
+                pass
+        assert self.user_messages is not None
+        text, found = after_summary(self.user_messages, getattr(self.summarizer, "redact", True))
+        if found:
+            redactions = Counter(self.stats.get("redactions", {})) + found
+            self.stats["redacted"] = sum(redactions.values())
+            self.stats["redactions"] = dict(sorted(redactions.items()))
+        return text
+
+    def _write(self, source: BinaryIO, out: BinaryIO, records: list[dict]) -> None:
+        for offset, length in self.top:
+            source.seek(offset)
+            data = source.read(length)
+            out.write(data if data.endswith(b"\n") else data + self.style.eol)
+        for record in records:
+            out.write(_dump(record, self.style) + self.style.eol)
+        lines, parent = self._pinned_lines(source, self.dialect.link(records[-1])[0])
+        out.write(b"".join(lines))
+        position = self.cut_offset
+        for offset, length, relinked in self._tail_changes():
+            copy_range(source, out, position, offset)
+            if relinked:
+                out.write(self._relinked(source, offset, length, parent))
+            position = offset + length
+        copy_range(source, out, position, None)
+
+    def _pinned_lines(self, source: BinaryIO, parent: str | None) -> tuple[list[bytes], str | None]:
+        """The --pin lines as written after the summary, and the parent for the kept records: in a
+        dialect with a chain each pinned record hangs from the one before (the first from the summary)."""
+        lines = []
+        for offset, length in self.pinned:
+            source.seek(offset)
+            raw = source.read(length)
+            if parent is not None:
+                raw = self._relinked(source, offset, length, parent)
+                parent = self.dialect.link(orjson.loads(raw))[0] or parent
+            lines.append(raw if raw.endswith(b"\n") else raw + self.style.eol)
+        return lines, parent
+
+    def _tail_changes(self) -> list[tuple[int, int, bool]]:
+        """The spans after cut_offset that are not copied as they are: (offset, length, relinked);
+        a span not relinked is left out (it was summarized)."""
+        changes = [(o, n, True) for o, n in self.relink] + [(o, n, False) for o, n in self.removed]
+        return sorted(changes)
+
+    def _relinked(self, source: BinaryIO, offset: int, length: int, parent: str | None) -> bytes:
+        source.seek(offset)
+        raw = source.read(length)
+        record = parse_line(raw, self.path, 0).record or {}
+        self.dialect.set_parent(record, parent)
+        eol = b"\r\n" if raw.endswith(b"\r\n") else b"\n" if raw.endswith(b"\n") else b""
+        return dumps_like(record, raw) + eol
+
+    # -- previews --------------------------------------------------------------------------------
+
+    def describe(self, source: BinaryIO) -> Iterator[str]:
+        kept = len(self.conversation.messages) - self.cut
+        summarized = self.conversation.lines[: self.cut]
+        yield (
+            f"{self.path}: summarize {self.cut} messages (lines {min(summarized)}-{max(summarized)}) "
+            f"into one; keep {len(self.top)} lines above it, replace {self.dropped} lines (kept in the "
+            f"archive), keep {kept} messages after it" + (f" (from line {self.cut_line})" if kept else "")
+        )
+
+    def diff(self, source: BinaryIO, name: str) -> Iterator[str]:
+        """The change with a stand-in summary: a preview never asks the model."""
+        backend = getattr(self.summarizer, "name", "the backend")
+        records = self.new_records(source, f"(summary written by {backend} when applied)", "<archive>")
+        yield f"--- {name}\n"
+        yield f"+++ {name}\n"
+        top = {offset for offset, _ in self.top}
+        before = self.cut_line - 1
+        yield f"@@ -1,{before} +1,{len(self.top) + len(records) + len(self.pinned)} @@\n"
+        source.seek(0)
+        offset = 0
+        for _ in range(before):
+            raw = source.readline()
+            yield (" " if offset in top else "-") + diff_line(raw)
+            offset += len(raw)
+        for record in records:
+            yield "+" + diff_line(_dump(record, self.style) + b"\n")
+        pinned, parent = self._pinned_lines(source, self.dialect.link(records[-1])[0])
+        for raw in pinned:
+            yield "+" + diff_line(raw)
+        shift = len(self.top) + len(records) + len(pinned) - before
+        for offset, length, relinked in self._tail_changes():
+            number = self._line_at(offset)
+            source.seek(offset)
+            new_start = number + shift if relinked else number + shift - 1  # a deletion names the line before
+            yield f"@@ -{number},1 +{new_start},{int(relinked)} @@\n"
+            yield "-" + diff_line(source.read(length))
+            if relinked:
+                yield "+" + diff_line(self._relinked(source, offset, length, parent))
+            else:
+                shift -= 1
+
+    def _line_at(self, offset: int) -> int:
+        return self.line_numbers.get(offset, 0)
+
+
+# ------------------------------------------------------------------------------------- analyze
+
+
+class _Reader:
+    """The first pass: conversations (in the dialect's order), the lines that may be kept on top, the
+    style, the hash."""
+
+    def __init__(self, dialect: Dialect, counters: list[Any], pins: list[re.Pattern] | None = None) -> None:
+        self.dialect = dialect
+        self.pins = pins or []
+        self.main = _Conversation()
+        self.side = _Conversation()  # sub-agent records: the conversation of a sub-agent's own file
+        self.counters = counters
+        self.top_candidates: list[tuple[int, int]] = []  # (offset, length), in file order
+        self.line_numbers: dict[int, int] = {}  # offset -> line, for relinked lines (diff only)
+        self.style: _Style | None = None
+        self.first_user: int | None = None  # offset of the first user message
+        self.sources: list[int] = []  # Dialect.feeds_summary records of the active context, by offset
+        self.hasher = hashlib.sha256()
+
+    def each_line(self, line: Line, offset: int) -> None:
+        """Every line, in file order: the hash, and what stays above the summary when it is before the
+        cut (a title; a line kept unread by --on-invalid keep, in its place)."""
+        self.hasher.update(line.raw)
+        record = line.record
+        if record is None:
+            if line.raw.strip():
+                self.top_candidates.append((offset, len(line.raw)))
+            return
+        if self.dialect.stays_on_top(record):
+            self.top_candidates.append((offset, len(line.raw)))
+
+    def add(self, number: int, raw: bytes, offset: int, record: dict) -> None:
+        for counter in self.counters:
+            counter.add(record, number)
+        dialect = self.dialect
+        conversation = self.side if dialect.is_side(record) else self.main
+        position = len(conversation.chain)
+        uuid, parent = dialect.link(record)
+        if uuid is not None or parent is not None:
+            conversation.chain.append(_Linked(offset, len(raw), number, uuid, parent))
+            self.line_numbers[offset] = number
+        compaction = dialect.compaction(record)
+        if compaction == BOUNDARY:
+            conversation.restart()
+            self.sources = []
+            if dialect.feeds_summary(record):
+                self.sources.append(offset)
+            if dialect.restarted_with(record):  # it carries the new context: one summary message
+                self._message(conversation, number, raw, offset, record, {"role": "user"}, position, True)
+            return
+        if dialect.feeds_summary(record) and conversation is self.main:
+            self.sources.append(offset)
+        normalized = dialect.normalize(record)
+        if normalized is None:
+            return
+        if compaction == SUMMARY:
+            conversation.restart()  # the active context starts with it (older versions: no boundary)
+        if dialect.is_synthetic(record):
+            conversation.synthetic.add(offset)
+        self._message(conversation, number, raw, offset, record, normalized, position)
+
+    def _message(
+        self,
+        conversation: _Conversation,
+        number: int,
+        raw: bytes,
+        offset: int,
+        record: dict,
+        normalized: dict,
+        position: int,
+        summary: bool = False,
+    ) -> None:
+        if self.style is None:
+            self.style = _style_of(raw)
+        if self.first_user is None and normalized.get("role") == "user" and not summary:
+            self.first_user = offset
+        summary = summary or is_summary_message(normalized) or record.get("isCompactSummary") is True
+        if self.pins and not summary and not self.dialect.stays_on_top(record):
+            text = searchable_text(normalized)
+            if any(pin.search(text) for pin in self.pins):
+                conversation.pinned.add(len(conversation.messages))
+        conversation.messages.append(_skeleton(self.dialect, record, normalized, summary))
+        conversation.lines.append(number)
+        conversation.offsets.append(offset)
+        conversation.lengths.append(len(raw))
+        conversation.at_chain.append(position)
+
+
+def analyze(
+    source: BinaryIO,
+    path: str,
+    *,
+    options: SummarizeOptions,
+    summarizer: Summarizer | None,
+    fmt: str | None = None,
+    on_invalid: str = "error",
+    estimator: Any = None,
+) -> SummaryEdit:
+    """Read the file once and decide the cut. `estimator(dialect)` backs --threshold (a
+    compactcli.counting.context counter factory); nothing is sent to a model here."""
+    from compactcli.counting.context import ContextCounter
+
+    dialect = dialect_for(source, path, fmt)
+    if not dialect.writes_compactions:
+        raise BadInput(
+            f"{path}: summarize cannot write a compaction into {dialect.title or dialect.name} yet"
+        )
+    threshold_counter = estimator(dialect) if (estimator and options.threshold is not None) else None
+    heuristic = ContextCounter(dialect, "heuristic", detail=False)
+    counters = [heuristic] + ([threshold_counter] if threshold_counter is not None else [])
+    reader = _Reader(dialect, counters, [re.compile(pattern) for pattern in options.pin])
+    # In the order the model saw the records (docs/design.md, "Dialects"): a split response is one
+    # message, an abandoned branch is no part of the conversation.
+    view = ConversationLines(source, path, on_invalid, dialect, each_line=reader.each_line)
+    for line in view:
+        if line.record is not None:
+            reader.add(line.number, line.raw, view.offset, line.record)
+    offset, lines = view.size, view.lines
+    edit = SummaryEdit(path, dialect, options, summarizer, on_invalid)
+    edit.sha256, edit.size = reader.hasher.hexdigest(), offset
+    edit.style = reader.style or _Style()
+    edit.pre_tokens = heuristic.tokens
+    conversation = reader.main
+    if not reader.main.messages and reader.side.messages:
+        conversation = reader.side
+    edit.conversation = conversation
+    edit.line_numbers = reader.line_numbers
+    messages = conversation.messages
+    edit.cut = choose_cut(messages, options.keep_last)
+    edit.stats = {
+        "dialect": dialect.name,
+        "lines": lines,
+        "messages": len(messages),
+        "tokens": heuristic.tokens,
+    }
+    if threshold_counter is not None:
+        edit.stats["threshold_tokens"] = threshold_counter.tokens
+    over = threshold_counter is None or (threshold_counter.tokens or 0) > (options.threshold or 0)
+    empty = nothing_to_summarize(messages, edit.cut)
+    if empty or not over:
+        if over:
+            edit.stats["reason"] = "nothing to summarize"
+        elif threshold_counter is not None and threshold_counter.tokens is None:
+            edit.stats["reason"] = "no token count (no usage recorded)"
+        else:
+            edit.stats["reason"] = "below threshold"
+        return edit
+    edit._will_change = True
+    _place_cut(edit, reader, conversation, offset, lines)
+    edit.stats.update(summarized=edit.cut, kept=len(messages) - edit.cut, replaced_lines=edit.dropped)
+    return edit
+
+
+def _place_cut(
+    edit: SummaryEdit, reader: _Reader, conversation: _Conversation, size: int, lines: int
+) -> None:
+    """Where the kept part starts in the file, and what around it is kept, left out or relinked.
+
+    The cut is an index in the conversation's order; in the file, the kept part starts at its first
+    record there (cut_offset). Records of the conversation summarized but written after that are left
+    out (`removed`); kept records whose parent was summarized are relinked. Records of no conversation
+    after cut_offset (an abandoned branch, snapshots) stay as they are."""
+    cut = edit.cut
+    chain = conversation.chain
+    start = conversation.at_chain[cut] if cut < len(conversation.messages) else len(chain)
+    kept = chain[start:]
+    if cut < len(conversation.messages):
+        first = min(
+            [(conversation.offsets[cut], conversation.lines[cut])] + [(e.offset, e.line) for e in kept]
+        )
+        edit.cut_offset, edit.cut_line = first
+    else:
+        edit.cut_offset, edit.cut_line = size, lines + 1
+    before = chain[:start]
+    edit.top = [span for span in reader.top_candidates if span[0] < edit.cut_offset]
+    edit.removed = [(e.offset, e.length) for e in before if e.offset >= edit.cut_offset]
+    pinned = sorted(index for index in pin_closure(conversation.messages, conversation.pinned) if index < cut)
+    top = {offset for offset, _ in edit.top}
+    edit.pinned = [
+        (conversation.offsets[index], conversation.lengths[index])
+        for index in pinned
+        if conversation.offsets[index] not in top
+    ]
+    edit.dropped = edit.cut_line - 1 - len(edit.top) + len(edit.removed) - len(edit.pinned)
+    gone = {e.uuid for e in before if e.uuid is not None}
+    edit.relink = [(e.offset, e.length) for e in kept if e.parent in gone]
+    last_message = conversation.offsets[cut - 1 : cut] if cut else []
+    last_linked = [e.offset for e in before if e.uuid is not None][-1:]
+    first_user = [reader.first_user] if reader.first_user is not None else []
+    edit.context_offsets = tuple(dict.fromkeys(first_user + last_message + last_linked))
+    sources = [offset for offset in reader.sources if offset < edit.cut_offset]
+    if sources:  # the dialect names what its compaction is built from (Dialect.feeds_summary)
+        edit.context_offsets = tuple(sources)

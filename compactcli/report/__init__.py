@@ -1,0 +1,217 @@
+"""What every command tells, in one place: how each file ended (an Outcome), the exit code of the run,
+the one-line summary, per-file `-v` lines, and the output formats (text, json, csv, github).
+
+A command reports through one `Report`, with a small per-command `Figures` part that knows how its
+numbers read. Where each piece goes (docs/json-output.md has the JSON field list):
+
+- stdout: previews (--diff, --dry-run), the command's data lines (tables, violations, annotations) or
+  one JSON object per file; all of it on stderr instead when stdout carries a transcript (-o -, stdin).
+- stderr: `error: ...` for each file that failed, `-v` lines, `would compact PATH` under --check, and
+  the summary line (not with -q).
+- the exit code: the most serious of the files' codes, in the order of SEVERITY.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import IO
+
+import click
+
+from compactcli.core import errors
+
+CHANGED, UNCHANGED, WOULD_CHANGE, FAILED, BUSY, SKIPPED = (
+    "changed",
+    "unchanged",
+    "would-change",
+    "failed",
+    "busy",
+    "skipped",
+)
+
+# When files end differently, the exit code is the most serious one: an I/O error (74) before bad data
+# (65), an unavailable API (69), a busy file (75), then a failed check (1).
+SEVERITY = (errors.IO_ERR, errors.DATA_ERR, errors.UNAVAILABLE, errors.BUSY, errors.CHECK_FAILED)
+
+# Output formats (--format); --json is --format json. Each command accepts those that apply to it.
+TEXT, TABLE, JSON, CSV, GITHUB = "text", "table", "json", "csv", "github"
+
+# The JSON object of one file, the same keys in every command (docs/json-output.md).
+SCHEMA_VERSION = 1
+JSON_FIELDS = ("schema_version", "command", "path", "status", "exit_code", "message", "stats")
+
+
+@dataclass
+class Outcome:
+    path: str
+    status: str
+    exit_code: int = errors.OK
+    message: str = ""
+    stats: dict = field(default_factory=dict)
+    # What the file looked like when it was read, when the outcome may be remembered (see cache.py).
+    stamp: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v not in ("", {}) and k != "stamp"}
+
+
+def exit_code(outcomes: Iterable[Outcome]) -> int:
+    """The most serious exit code of the files, in the order of SEVERITY; 0 when all went well."""
+    codes = {o.exit_code for o in outcomes}
+    for code in SEVERITY:
+        if code in codes:
+            return code
+    return errors.OK
+
+
+def summary(outcomes: list[Outcome], *, verb: str = "compacted", check: bool = False) -> str:
+    """One line such as `3 files compacted, 5 unchanged, 1 failed`."""
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome.status] = counts.get(outcome.status, 0) + 1
+    changed = counts.get(WOULD_CHANGE if check else CHANGED, 0)
+    head = f"{changed} file{'s' if changed != 1 else ''} {'would be ' if check else ''}{verb}"
+    parts = [head, f"{counts.get(UNCHANGED, 0)} unchanged"]
+    for status, label in ((SKIPPED, "skipped"), (BUSY, "busy"), (FAILED, "failed")):
+        if counts.get(status):
+            parts.append(f"{counts[status]} {label}")
+    return ", ".join(parts)
+
+
+def json_object(command: str, outcome: Outcome) -> dict:
+    """The --json object of one outcome: JSON_FIELDS, in that order, always all of them."""
+    stats = {k: v for k, v in outcome.stats.items() if k != "preview"}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "command": command,
+        "path": outcome.path,
+        "status": outcome.status,
+        "exit_code": outcome.exit_code,
+        "message": outcome.message,
+        "stats": stats,
+    }
+
+
+def json_text(obj: dict) -> str:
+    """JSON text that any stream can take: a file name that is not UTF-8 is escaped, not fatal."""
+    import json  # only --json needs it
+
+    text = json.dumps(obj, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj)
+    return text
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(
+    level: str, message: str, *, file: str | None = None, line: int | None = None, title: str = ""
+) -> str:
+    """A GitHub Actions workflow command such as `::error file=a.jsonl,title=...::message`."""
+    props = []
+    if file is not None:
+        props.append(f"file={_escape_property(file)}")
+    if line is not None:
+        props.append(f"line={line}")
+    if title:
+        props.append(f"title={_escape_property(title)}")
+    head = f"::{level} {','.join(props)}" if props else f"::{level}"
+    return f"{head}::{_escape_data(message)}"
+
+
+def line_of(message: str, path: str) -> int | None:
+    """The line of a `path:line: message` error."""
+    rest = message[len(path) + 1 :] if message.startswith(path + ":") else ""
+    number = rest.partition(":")[0]
+    return int(number) if number.isdigit() else None
+
+
+class Figures:
+    """A command's own part of the report: how its outcomes read. Commands subclass it and override
+    what they say differently; the defaults speak of files that are `verb` (e.g. compacted)."""
+
+    verb = "compacted"  # in the summary line: "3 files compacted"
+    doing = "compact"  # in per-file lines: "would compact PATH"
+
+    def describe(self, outcome: Outcome) -> str:
+        """The `-v` line of one file (and, under --check, the line naming a file that would change)."""
+        if outcome.status == WOULD_CHANGE:
+            return f"would {self.doing} {outcome.path}"
+        if outcome.status == SKIPPED:
+            return f"skipped {outcome.message}"
+        return f"{outcome.status} {outcome.path}"
+
+    def summary(self, outcomes: list[Outcome], preview: bool) -> str:
+        return summary(outcomes, verb=self.verb, check=preview)
+
+    def lines(self, outcome: Outcome, output_format: str) -> Iterator[str]:
+        """The data lines of one file in `output_format` (not json): GitHub annotations by default."""
+        if output_format != GITHUB:
+            return
+        if outcome.status in (FAILED, BUSY):
+            line = line_of(outcome.message, outcome.path)
+            yield annotation("error", outcome.message, file=outcome.path, line=line, title="compactcli")
+        elif outcome.status == WOULD_CHANGE and outcome.exit_code == errors.CHECK_FAILED:
+            text = self.describe(outcome)
+            yield annotation("error", text, file=outcome.path, title=f"compactcli {self.doing}")
+
+    def finish(self, outcomes: list[Outcome], output_format: str) -> Iterator[str]:
+        """Data lines after the last file (a table's total)."""
+        return iter(())
+
+
+@dataclass
+class Report:
+    """Tells each outcome as it comes (`done`), then the summary; `finish` returns the exit code."""
+
+    command: str
+    figures: Figures = field(default_factory=Figures)
+    output_format: str = TEXT
+    verbose: bool = False
+    quiet: bool = False
+    check: bool = False  # --check: name each file that would change
+    preview: bool = False  # --check/--diff/--dry-run: the summary counts what would change
+    stdout_has_data: bool = False  # then data lines and JSON go to stderr
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def data(self) -> IO[str]:
+        return sys.stderr if self.stdout_has_data else sys.stdout
+
+    def done(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+        preview = outcome.stats.pop("preview", None)
+        if preview:
+            click.echo(preview, nl=False)
+        if self.output_format == JSON:
+            print(json_text(json_object(self.command, outcome)), file=self.data, flush=True)
+        else:
+            for line in self.figures.lines(outcome, self.output_format):
+                click.echo(line, file=self.data)
+        if outcome.status in (FAILED, BUSY):
+            click.echo(f"error: {outcome.message}", err=True)
+        elif self.quiet:
+            return
+        elif self.verbose or (self.check and outcome.status == WOULD_CHANGE):
+            line = self.figures.describe(outcome)
+            if line:
+                click.echo(line, err=True)
+
+    def finish(self) -> int:
+        if self.output_format != JSON:
+            for line in self.figures.finish(self.outcomes, self.output_format):
+                click.echo(line, file=self.data)
+        line = self.figures.summary(self.outcomes, self.preview)
+        if line and not self.quiet:
+            click.echo(line, err=True)
+        return exit_code(self.outcomes)

@@ -1,0 +1,292 @@
+"""One transcript through one command: read, decide, then write in place (archived), to -o, or to stdout.
+
+A command supplies `analyze(file, display_path) -> Edit`; everything about destinations, locks, archives,
+--check/--diff/--dry-run and --min-age lives here, once.
+
+An Edit's `prepare(source)` is work that only a real write needs (a model call: never run for a
+preview). With `archive_first`, the new content names the archive of the original: the archive is
+made after `prepare` and before `write`, checked against the edit's `sha256`, handed to
+`use_archive(path)`, and removed if the write fails. For -o and stdout (no replacement, no manifest
+line) such an archive is made too, beside the input (stdin: in the current folder) or in --archive-dir.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from compactcli import storage
+from compactcli.cli.options import FileSettings
+from compactcli.core import errors
+from compactcli.pipelines.transcript import READ_BUFFER, STDIN, copy_to_spool, open_input
+from compactcli.report import BUSY, CHANGED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome
+from compactcli.storage import remote
+
+STDOUT = "-"
+
+
+class Edit(Protocol):
+    """What a command decided for one file after its first read: everything `process` calls."""
+
+    stats: dict
+    archive_first: bool  # the new content names the original's archive (see use_archive)
+    sha256: str  # of the bytes the first read saw ("" when not hashed): the archive must match it
+
+    @property
+    def changed(self) -> bool: ...
+
+    def prepare(self, source: BinaryIO) -> None:
+        """Work only a real write needs (never run for a preview), reading `source` from its start."""
+
+    def use_archive(self, path: str) -> None:
+        """With archive_first: where the original was archived, before `write` is called."""
+
+    def write(self, source: BinaryIO, out: BinaryIO) -> None:
+        """Write the new content, reading the original again from the start of `source`."""
+
+    def describe(self, source: BinaryIO) -> Iterator[str]:
+        """Human lines for --dry-run."""
+
+    def diff(self, source: BinaryIO, name: str) -> Iterator[str]:
+        """A unified diff for --diff."""
+
+    def close(self) -> None:
+        """Release what the first read kept (temp files)."""
+
+
+Analyze = Callable[[BinaryIO, str], Edit]
+
+
+class _CountingWriter:
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.written = 0
+
+    def write(self, data: bytes) -> int:
+        self.written += len(data)
+        return self.raw.write(data)
+
+
+def process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
+    return _closing_edits(analyze, lambda closing: _process(item, settings, closing))
+
+
+def process_open(item: str, source: BinaryIO, settings: FileSettings, analyze: Analyze) -> Outcome:
+    """An input already open (a spooled URL, --output-dir) to `settings.output`, or a preview of it."""
+    return _closing_edits(analyze, lambda closing: _to_output(item, source, settings, closing))
+
+
+def _closing_edits(analyze: Analyze, run: Callable[[Analyze], Outcome]) -> Outcome:
+    def analyze_and_close(source: BinaryIO, name: str) -> Edit:
+        edit = analyze(source, name)
+        opened.append(edit)
+        return edit
+
+    opened: list[Edit] = []
+    try:
+        return run(analyze_and_close)
+    finally:
+        for edit in opened:
+            edit.close()
+
+
+def _process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
+    if item == STDIN:
+        return _process_stdin(settings, analyze)
+    if remote.is_url(item):  # read-only here (-o and previews): an object store is not rewritten in place
+        with open_input(item) as (source, name):
+            return _to_output(name, source, settings, analyze)
+    path = Path(item)
+    st = path.stat()
+    skipped = too_recent(item, st, settings)
+    if skipped is not None:
+        return skipped
+    to_output = settings.output is not None or settings.check or settings.diff or settings.dry_run
+    if not stat.S_ISREG(st.st_mode):
+        # A named pipe (`<(command)`, a FIFO): read once, like stdin; it has no place to write back to.
+        if not to_output:
+            raise errors.CompactError(f"{item}: not a regular file: cannot rewrite it in place (use -o)")
+        with open(path, "rb") as pipe:
+            return _process_spooled(item, pipe, settings, analyze)
+    if to_output:
+        with open(path, "rb", buffering=READ_BUFFER) as source:
+            return _to_output(item, source, settings, analyze)
+    return _in_place(item, path, settings, analyze)
+
+
+TORN_SETTLE = 0.5  # seconds a torn last line is given to be completed by a writer caught mid-line
+
+
+def _still_written(exc: errors.BadInput, path: Path, state: object) -> bool:
+    """Whether a file read with a torn last line grows within TORN_SETTLE (a writer was mid-line: busy)."""
+    if not isinstance(exc, errors.TornLastLine):
+        return False
+    time.sleep(TORN_SETTLE)
+    return storage.snapshot(path) != state
+
+
+def too_recent(item: str, st: os.stat_result, settings: FileSettings) -> Outcome | None:
+    """The skipped outcome of a file modified less than --min-age ago (an agent may still write it)."""
+    if settings.min_age and time.time() - st.st_mtime < settings.min_age:
+        return Outcome(item, SKIPPED, message=f"{item}: modified less than {settings.min_age:g}s ago")
+    return None
+
+
+def _preview(item: str, source: BinaryIO, edit: Edit, settings: FileSettings) -> Outcome | None:
+    """The outcome of --check/--diff/--dry-run, or None when the file is to be written."""
+    if not (settings.check or settings.diff or settings.dry_run):
+        return None
+    status, code = (WOULD_CHANGE, errors.CHECK_FAILED if settings.check else errors.OK)
+    if not edit.changed:
+        status, code = UNCHANGED, errors.OK
+    text: list[str] = []
+    if edit.changed and settings.dry_run:
+        source.seek(0)
+        text.extend(edit.describe(source))
+    if edit.changed and settings.diff:
+        source.seek(0)
+        text.extend(edit.diff(source, item))
+    stats = dict(edit.stats)
+    if text:
+        stats["preview"] = "".join(line if line.endswith("\n") else line + "\n" for line in text)
+    return Outcome(item, status, code, stats=stats)
+
+
+def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -> Outcome:
+    archive_dir = Path(settings.archive_dir) if settings.archive_dir else None
+    with storage.file_lock(path, archive_dir):
+        state = storage.snapshot(path)
+        with open(path, "rb", buffering=READ_BUFFER) as source:
+            try:
+                edit = analyze(source, item)
+            except errors.BadInput as exc:
+                if storage.snapshot(path) != state or _still_written(exc, path, state):
+                    raise errors.Busy(f"{item}: busy: changed while it was processed") from None
+                raise
+            if not edit.changed:
+                return Outcome(item, UNCHANGED, stats=edit.stats)
+            archived = _prepare(edit, source, path, archive_dir)
+            handed_over = False
+            try:
+                source.seek(0)
+                with storage.Replacement(path) as replacement:
+                    edit.write(source, replacement.file)
+                    handed_over = True  # commit_in_place removes the archive if it fails early
+                    record = replacement.commit_in_place(
+                        expected=state,
+                        archive_dir=archive_dir,
+                        command=settings.command,
+                        options=settings.options,
+                        archived=archived,
+                    )
+            except BaseException:
+                if archived is not None and not handed_over:
+                    _discard(archived[0])
+                raise
+    stats = dict(edit.stats, bytes_before=record.size_before, bytes_after=record.size_after)
+    stats["archive"] = record.archive
+    return Outcome(item, CHANGED, stats=stats)
+
+
+def _prepare(
+    edit: Edit, source: BinaryIO, original: Path, archive_dir: Path | None, stem: str | None = None
+) -> tuple[Path, str, int] | None:
+    """Run the edit's `prepare`, then archive the original if the edit's content names the archive."""
+    source.seek(0)
+    edit.prepare(source)
+    if not edit.archive_first:
+        return None
+    archived = storage.archive_copy(original, archive_dir, stem=stem)
+    if edit.sha256 and archived[1] != edit.sha256:
+        _discard(archived[0])
+        raise errors.Busy(f"{original}: busy: changed while it was processed")
+    edit.use_archive(str(archived[0]))
+    return archived
+
+
+def _discard(archive: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(archive)
+
+
+def _to_output(
+    item: str, source: BinaryIO, settings: FileSettings, analyze: Analyze, spool: Path | None = None
+) -> Outcome:
+    edit = analyze(source, item)
+    preview = _preview(item, source, edit, settings)
+    if preview is not None:
+        return preview
+    archived = None
+    if edit.changed:
+        original = spool or Path(item)
+        folder = Path(settings.archive_dir) if settings.archive_dir else None
+        if spool is not None and folder is None:
+            folder = Path(storage.ARCHIVE_DIR_NAME)
+        archived = _prepare(edit, source, original, folder, "stdin" if spool is not None else None)
+    try:
+        source.seek(0)
+        if settings.output in (None, STDOUT):
+            with _stdout() as stdout:
+                out = _CountingWriter(stdout)
+                _write(edit, source, out)
+            written = out.written
+        else:
+            with storage.output_file(Path(settings.output)) as target:
+                out = _CountingWriter(target)
+                _write(edit, source, out)
+                written = out.written
+    except BaseException:
+        if archived is not None:
+            _discard(archived[0])
+        raise
+    status = CHANGED if edit.changed else UNCHANGED
+    stats = dict(edit.stats, bytes_after=written)
+    if archived is not None:
+        stats["archive"] = str(archived[0])
+    return Outcome(item, status, stats=stats)
+
+
+@contextlib.contextmanager
+def _stdout() -> Iterator[BinaryIO]:
+    """Standard output with a large buffer (few write calls), flushed at the end of the block; the
+    interpreter's own stdout where it is no file descriptor (a test runner's capture)."""
+    sys.stdout.flush()
+    try:
+        fd = sys.stdout.buffer.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    sys.stdout.buffer.flush()
+    with io.BufferedWriter(io.FileIO(fd, "wb", closefd=False), storage.WRITE_BUFFER) as stdout:
+        yield stdout
+
+
+def _write(edit: Edit, source: BinaryIO, out: _CountingWriter) -> None:
+    if edit.changed:
+        edit.write(source, out)  # type: ignore[arg-type]
+    else:
+        shutil.copyfileobj(source, out)  # type: ignore[arg-type]
+
+
+def _process_stdin(settings: FileSettings, analyze: Analyze) -> Outcome:
+    return _process_spooled("<stdin>", sys.stdin.buffer, settings, analyze)
+
+
+def _process_spooled(name: str, stream: BinaryIO, settings: FileSettings, analyze: Analyze) -> Outcome:
+    # Spooled to a temp file: the commands read their input twice and must not hold it in memory.
+    with tempfile.NamedTemporaryFile(prefix="compactcli-stdin-") as spool:
+        copy_to_spool(stream, spool, name)
+        return _to_output(name, spool, settings, analyze, Path(spool.name))
+
+
+__all__ = ["BUSY", "Edit", "FileSettings", "process", "too_recent"]
