@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fakeapi import FakeAnthropic
+from helpers.fakeapi import FakeAnthropic
 
-# --- Anthropic API: environment isolation and the fake server (tests/fakeapi.py) -----------
+# --- Anthropic API: environment isolation and the fake server (tests/helpers/fakeapi.py) -----------
 
 # Variables that would send a test to the real API, or change which model or credentials the
 # code picks up from the developer's shell.

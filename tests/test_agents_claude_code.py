@@ -1,7 +1,7 @@
 """Claude Code itself resumes the sessions compactcli compacted (the agent tier).
 
 The session is written by the real Claude Code CLI: `claude -p` runs a scripted task against the fake
-Messages API on 127.0.0.1 (tests/fakeapi.py), running real Bash and Read tools, and writes its own log
+Messages API on 127.0.0.1 (tests/helpers/fakeapi.py), running real Bash and Read tools, and writes its own log
 under $HOME/.claude/projects/<cwd with every non-alphanumeric character as "-">/<session id>.jsonl.
 Each test compacts a copy of that log with the installed compactcli, resumes it with
 `claude --resume ID -p ...`, and checks what Claude Code then sends the model. The fake API refuses
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import FakeAnthropic
 from helpers.agents import agent_env, copy_home, require_agent, run_agent
 from helpers.cli import run_cli
+from helpers.fakeapi import FakeAnthropic
 
 SESSION_ID = "5e55a0c1-2b7d-4c3e-9f10-a9b8c7d6e5f4"
 TASK = "Check the build: count the inputs, read the build log and my notes, then the outputs."

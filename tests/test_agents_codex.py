@@ -1,7 +1,7 @@
 """The Codex CLI itself resumes the rollouts compactcli compacted (the agent tier).
 
 The rollout is written by the real Codex CLI: `codex exec` runs a scripted task against the fake
-Responses API on 127.0.0.1 (tests/fakeresponses.py), running real shell commands, and writes its own
+Responses API on 127.0.0.1 (tests/helpers/fakeresponses.py), running real shell commands, and writes its own
 rollout under $CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<session id>.jsonl. Each test compacts a
 copy with the installed compactcli, resumes it with `codex exec resume ID ...`, and checks what Codex
 then sends the model. The fake refuses an input whose function calls and outputs are not paired,
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeresponses import FakeResponses, function_call, message
 from helpers.agents import agent_env, require_agent, run_agent
 from helpers.cli import run_cli
+from helpers.fakeresponses import FakeResponses, function_call, message
 
 TASK = "Check the build: count the inputs, show the build log and my notes, then the outputs."
 SECOND_TASK = "Is the build green?"

@@ -1,6 +1,6 @@
 """A server that answers 200 with something that is not the API's JSON (a proxy's login page):
 each file fails on its own with exit 69 and a message that says so, and the batch goes on.
-The real SDK against a real HTTP server on 127.0.0.1 (tests/fakeapi.py)."""
+The real SDK against a real HTTP server on 127.0.0.1 (tests/helpers/fakeapi.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from fakeapi import FakeAnthropic, Reply
 from helpers.cli import run_cli
+from helpers.fakeapi import FakeAnthropic, Reply
 
 from compactcli.backends import anthropic as api
 

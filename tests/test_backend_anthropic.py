@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from fakeapi import FakeAnthropic, Reply, error_reply
+from helpers.fakeapi import FakeAnthropic, Reply, error_reply
 
 from compactcli.backends import anthropic as backend
 from compactcli.core.errors import UNAVAILABLE, Unavailable

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 
+from helpers.chain_reference import chain_order
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactcli.dialects import get
-from tests.helpers.chain_reference import chain_order
 
 CLAUDE_CODE = get("claude-code")
 KINDS = ["prompt", "result", "mixed", "meta", "assistant", "split", "progress", "snapshot", "boundary"]

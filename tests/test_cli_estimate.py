@@ -21,9 +21,9 @@ import zlib
 from pathlib import Path
 
 import pytest
-from bigfile import write as write_big
-from fakeapi import FakeAnthropic, error_reply
+from helpers.bigfile import write as write_big
 from helpers.cli import invoke, run_cli
+from helpers.fakeapi import FakeAnthropic, error_reply
 
 from compactcli import dialects
 from compactcli.counting.context import ContextCounter, TokenCache, estimator

@@ -7,9 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from tests.helpers.cli import run_cli
-from tests.helpers.sessions import claude_code_records
+from helpers.cli import run_cli
+from helpers.sessions import claude_code_records
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = "Fix the crash in src/app/loader.py and always run pytest with -x"
@@ -126,7 +125,7 @@ def test_digest_summary_of_a_sample(tmp_path: Path, dialect: str) -> None:
 
 
 def test_codex_rollout_is_read_through_its_dialect(tmp_path: Path) -> None:
-    from tests import codex_rollout
+    from helpers import codex_rollout
 
     rollout = codex_rollout.write(tmp_path / "rollout.jsonl")
     ask = "Add a --json flag to tally so that it prints the counts as a JSON object."

@@ -214,7 +214,7 @@ def test_prune_leaves_the_archives_of_a_transcript_another_run_holds(folder: Pat
     archives and manifest lines alone and says it is busy (75), and prunes the other files."""
     import threading
 
-    from fakeapi import FakeAnthropic
+    from helpers.fakeapi import FakeAnthropic
 
     asked, answer = threading.Event(), threading.Event()
 

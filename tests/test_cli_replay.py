@@ -454,7 +454,7 @@ def test_openai_manual_compaction_waits_for_the_other_results(tmp_path: Path) ->
 
 
 def test_api_failure_exits_69_and_archives_nothing(tmp_path: Path, fake_api) -> None:
-    from fakeapi import error_reply
+    from helpers.fakeapi import error_reply
 
     fake_api.always("messages", error_reply(500))
     source = write(tmp_path / "task.jsonl", RECORDS)

@@ -15,9 +15,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from fakeapi import FakeAnthropic, Reply, error_reply
 from helpers.cli import run_cli
 from helpers.corpus import corpus_params, expectation
+from helpers.fakeapi import FakeAnthropic, Reply, error_reply
 from helpers.sessions import ClaudeCodeSession
 
 from compactcli import dialects

@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from bigfile import DIALECTS as BIG_DIALECTS
-from bigfile import generate
+from helpers.bigfile import DIALECTS as BIG_DIALECTS
+from helpers.bigfile import generate
 from helpers.cli import invoke, run_cli
 from helpers.corpus import corpus_params, expectation
 
@@ -505,7 +505,7 @@ def test_records_are_consumed_as_a_stream():
 
 @pytest.mark.parametrize("dialect", BIG_DIALECTS)
 def test_generated_transcripts_and_their_micro_output_are_valid(dialect, tmp_path):
-    # tests/bigfile.py builds correct pairings by construction, and knows micro's output for them.
+    # tests/helpers/bigfile.py builds correct pairings by construction, and knows micro's output for them.
     name = "anthropic" if dialect == "anthropic-repr" else dialect
     before, after = zip(*generate(dialect, turns=40, result_chars=300), strict=True)
     source, out = tmp_path / "t.jsonl", tmp_path / "out.jsonl"

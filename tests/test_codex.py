@@ -1,5 +1,5 @@
 """The codex dialect (OpenAI Codex CLI rollouts) through every command, on a rollout written for these tests
-(tests/codex_rollout.py) and on generated ones."""
+(tests/helpers/codex_rollout.py) and on generated ones."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import codex_rollout
 from helpers.cli import run_cli
 from helpers.corpus import CORPUS
+from helpers.invariants import assert_only_results_cleared, is_default_placeholder, violations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,8 +20,6 @@ from compactcli.dialects import CODEX
 from compactcli.layers.micro import DEFAULT_PRESERVE, MicroOptions
 from compactcli.pipelines.micro_file import analyze
 from compactcli.pipelines.transcript import detect_dialect
-from tests import codex_rollout
-from tests.invariants import assert_only_results_cleared, is_default_placeholder, violations
 
 
 def compactcli(*args: object, cwd: Path) -> subprocess.CompletedProcess:

@@ -16,9 +16,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import bigfile
 import pytest
-from helpers import reference
+from helpers import bigfile, reference
 from helpers.cli import compactcli_command
 
 BUSY = 75

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from helpers.cli import run_cli
 from helpers.corpus import EXPECTED, corpus_files, corpus_params, expectation, name, needs_corpus
-
-from tests.invariants import assert_only_results_cleared, is_default_placeholder
+from helpers.invariants import assert_only_results_cleared, is_default_placeholder
 
 pytestmark = pytest.mark.corpus
 

@@ -22,8 +22,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-import bigfile
 import pytest
+from helpers import bigfile
 from helpers.cli import compactcli_command
 
 SEED = 20261130

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from importlib.util import find_spec
 from pathlib import Path
 
-import bigfile
 import pytest
+from helpers import bigfile
 
 needs_dask = pytest.mark.skipif(
     find_spec("distributed") is None, reason="needs the dask extra: pip install 'compactcli[dask]'"

@@ -1,10 +1,11 @@
 """Every input line is accounted for, in every dialect: it is in the output, in the archive (and the report
-counts it), or the run is refused. Lines `--on-invalid keep` passes through unread reach the output unchanged,
-in their place.
+counts it), or the run is refused. Lines `--on-invalid keep` passes through unread reach the output
+unchanged, in their place.
 
-Generated transcripts (tests/strategies.py; Codex: prefixes of tests/codex_rollout.py) get unreadable lines
-inserted at drawn places; summarize, micro and replay -o run through the CLI. What is expected is worked out
-from the input alone: which lines were inserted, and which lines the output holds byte for byte.
+Generated transcripts (tests/helpers/strategies.py; Codex: prefixes of tests/helpers/codex_rollout.py) get
+unreadable lines inserted at drawn places; summarize, micro and replay -o run through the CLI. What is
+expected is worked out from the input alone: which lines were inserted, and which lines the output holds
+byte for byte.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-import codex_rollout
+from helpers import codex_rollout
 from helpers.cli import invoke
+from helpers.strategies import conversations, jsonl_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import conversations, jsonl_bytes
 
 PROPERTY = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 DIALECTS = ("anthropic", "claude-code", "openai", "codex")

@@ -10,8 +10,8 @@ import urllib.request
 from typing import Any
 
 import pytest
-from fakeapi import FakeAnthropic
-from fakeresponses import FakeResponses, function_call, message
+from helpers.fakeapi import FakeAnthropic
+from helpers.fakeresponses import FakeResponses, function_call, message
 
 
 def _post(url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, str]:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from helpers import reference
 from helpers.cli import invoke
+from helpers.strategies import conversations, jsonl_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import conversations, jsonl_bytes
 
 RULES = st.builds(
     reference.MicroRules,

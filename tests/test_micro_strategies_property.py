@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from helpers import reference
 from helpers.cli import invoke
+from helpers.invariants import violations
+from helpers.strategies import conversations, jsonl_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from invariants import violations
-from strategies import conversations, jsonl_bytes
 
 STRATEGIES = st.lists(
     st.sampled_from(
@@ -103,7 +103,7 @@ def test_strategies_keep_pairs_validate_and_are_idempotent(dialect: str, data) -
 def test_codex_rollout_keeps_pairs_validates_and_is_idempotent(strategy: list[str], rule: list[str]) -> None:
     """Codex has no generator: the project's rollout (images, apply_patch, an aborted turn, a
     compaction) through each strategy, compared with the default rule alone at the same --keep."""
-    import codex_rollout
+    from helpers import codex_rollout
 
     records = codex_rollout.records()
     # The README read once more at the end: the earlier read is superseded (--dedupe-reads).

@@ -1,7 +1,7 @@
 """Transcripts in object stores (s3://, gs://, az://), against real servers on loopback.
 
 The CLI runs as a subprocess and finds each server the way a user points it at one: through the
-filesystem's usual environment only (tests/object_stores.py says which variables). The same tests run
+filesystem's usual environment only (tests/helpers/object_stores.py says which variables). The same tests run
 against every store; a store whose server or extra is missing is skipped with the reason.
 """
 
@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from importlib.util import find_spec
 from pathlib import Path
 
-import bigfile
 import pytest
-from object_stores import STORES, Store
+from helpers import bigfile
+from helpers.object_stores import STORES, Store
 
 
 def cli() -> list[str]:

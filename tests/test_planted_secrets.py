@@ -15,8 +15,8 @@ import string
 from pathlib import Path
 
 import pytest
-from fakeapi import FakeAnthropic
 from helpers.cli import run_cli
+from helpers.fakeapi import FakeAnthropic
 
 _RNG = random.Random(9)
 LOWER, UPPER, DIGITS = string.ascii_lowercase, string.ascii_uppercase, string.digits

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 from helpers.cli import run_cli
+from helpers.strategies import DIALECTS, conversations, jsonl_bytes
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import find as hfind
-from strategies import DIALECTS, conversations, jsonl_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

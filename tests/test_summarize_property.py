@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from helpers import reference
 from helpers.cli import invoke
+from helpers.strategies import conversations, jsonl_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import conversations, jsonl_bytes
 
 PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 STYLE = {"anthropic": "compact", "openai": "unicode", "claude-code": "compact"}

@@ -1,5 +1,5 @@
-"""summarize --verify: each summarized file is probed against its original, and --min-retention R makes a
-file below R exit 1. The summary comes from the fake Messages API (tests/fakeapi.py), so what it keeps is
+"""summarize --verify: each summarized file is probed against its original, and --min-retention R makes a file
+below R exit 1. The summary comes from the fake Messages API (tests/helpers/fakeapi.py), so what it keeps is
 known: the transcript holds two facts, counted by hand (the path src/app.py and the user's instruction).
 """
 

@@ -2,7 +2,7 @@
 
 Stdlib only, so it also runs as a script in child processes:
 
-    python tests/bigfile.py OUT.jsonl --dialect claude-code --turns 3000 --result-chars 8000
+    python tests/helpers/bigfile.py OUT.jsonl --dialect claude-code --turns 3000 --result-chars 8000
 
 Every turn is one tool call and its result, so the number of results is known before the first
 line is written; that is what lets `generate` say, line by line, what micro with its default

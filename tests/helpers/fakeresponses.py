@@ -23,7 +23,7 @@ from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from fakeapi import LoopbackHandler, Recorded, Reply, serve_on_loopback, shut_down
+from helpers.fakeapi import LoopbackHandler, Recorded, Reply, serve_on_loopback, shut_down
 
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 OUTPUTS = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call"}
