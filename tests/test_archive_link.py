@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 from helpers.other_user import NOBODY
 
-from compactcli import storage
 from compactcli.core.errors import BUSY, IO_ERR, Busy, CompactError
-from compactcli.storage import ArchiveRecord, Replacement, file_lock, restore, snapshot
+from compactcli.storage import store
+from compactcli.storage.store import ArchiveRecord, Replacement, file_lock, restore, snapshot
 
 ORIGINAL = b'{"role":"user","content":"hi"}\r\n{"role":"assistant","content":"caf\xc3\xa9"}\n'
 COMPACTED = b'{"role":"user","content":"[summary]"}\n'
@@ -205,11 +205,11 @@ def test_a_writer_that_opens_the_original_after_the_check_is_refused_too(
 ) -> None:
     # The check for writers comes before the manifest line is written and fsynced: a writer that
     # opens the file then would append to the archive once the file is replaced.
-    if not storage._read_lease_available(tmp_path):
+    if not store._read_lease_available(tmp_path):
         pytest.skip("no read leases here: only the check itself holds (see _NoWriters)")
     src = make(tmp_path / "t.jsonl")
     original_inode = os.stat(src).st_ino
-    append = storage._ManifestAppend.append
+    append = store._ManifestAppend.append
     late: list[subprocess.Popen] = []
 
     def append_while_a_writer_opens(self, record) -> None:
@@ -221,7 +221,7 @@ def test_a_writer_that_opens_the_original_after_the_check_is_refused_too(
         assert child.stdout is not None and child.stdout.readline().strip() == "opening"
         time.sleep(0.5)  # into its open()
 
-    monkeypatch.setattr(storage._ManifestAppend, "append", append_while_a_writer_opens)
+    monkeypatch.setattr(store._ManifestAppend, "append", append_while_a_writer_opens)
     with pytest.raises(Busy) as err:
         compact(src)
     [child] = late

@@ -26,13 +26,13 @@ from helpers.cli import invoke, run_cli
 from helpers.fakeapi import FakeAnthropic, error_reply
 
 from compactcli import dialects
-from compactcli.counting.context import ContextCounter, TokenCache, estimator
 from compactcli.layers.estimate import (
     TopResults,
     UsageTracker,
     count_request,
     request_key,
 )
+from compactcli.pipelines.context import ContextCounter, TokenCache, estimator
 from compactcli.report import annotation
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compactcli.counting.context import ContextCounter
 from compactcli.dialects import get
 from compactcli.pipelines import transcript
+from compactcli.pipelines.context import ContextCounter
 from compactcli.pipelines.estimate_file import estimate_file
 from compactcli.pipelines.transcript import ConversationLines
 from tests.test_chain_order import logs

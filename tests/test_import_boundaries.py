@@ -1,5 +1,6 @@
-"""Who may import whom: commands never import each other, dialects/ imports nothing above it, and the
-commands that need no model never load anthropic's code (checked in a real subprocess)."""
+"""Who may import whom: each tier only the tiers below it, no module through others back to itself, commands
+never each other, and the commands that need no model never load anthropic's code (checked in a real
+subprocess)."""
 
 from __future__ import annotations
 
@@ -41,38 +42,105 @@ def test_no_command_module_imports_another() -> None:
     assert offenders == {}
 
 
-# Modules below the dialects: they import nothing of compactcli, so a dialect may use them.
-FOUNDATION = {"compactcli.core.constants", "compactcli.core.errors", "compactcli.core.jsonio"}
+# Which tier (folder of compactcli/) may import which: docs/design.md, "Parts". Every import counts,
+# those inside functions too (they are how a cycle hides). `compactcli` itself (its __version__) is open
+# to all; nothing but the entry point (__main__) imports cli/.
+MAY_IMPORT: dict[str, set[str]] = {
+    "core": set(),
+    "dialects": {"core"},
+    "counting": {"core", "dialects"},
+    "layers": {"core", "dialects", "counting"},
+    "backends": {"core", "dialects", "counting", "layers"},
+    "storage": {"core"},
+    "report": {"core", "counting"},
+    "pipelines": {"core", "dialects", "counting", "layers", "backends", "storage", "report"},
+    "run": {"core", "dialects", "counting", "layers", "backends", "storage", "report", "pipelines"},
+    "cli": {"core", "dialects", "counting", "layers", "backends", "storage", "report", "pipelines", "run"},
+}
+ROOT_MODULES = {"__init__.py", "__main__.py"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    target = PACKAGE.parent.joinpath(*name.split("."))
+    return target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()
 
 
 def ours(path: Path) -> set[str]:
-    """The compactcli modules a file imports (`from compactcli.core.errors import BadInput` counts as
-    compactcli.core.errors), without the package itself."""
+    """The compactcli modules a file imports, by their dotted names: `from compactcli.core import errors`
+    is compactcli.core.errors; `from compactcli.dialects import Dialect` is compactcli.dialects."""
     found = set()
-    for name in imported_modules(path):
-        if name.startswith("compactcli."):
-            parts = name.split(".")
-            module = ".".join(parts[:2])
-            if (PACKAGE / parts[1]).is_dir():
-                if len(parts) == 2:  # `from compactcli.core import errors` names compactcli.core.errors too
-                    continue
-                module = ".".join(parts[:3])
-            found.add(module)
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "compactcli")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] != "compactcli":
+                continue
+            names = [f"{node.module}.{a.name}" for a in node.names]
+            modules = [n for n in names if _is_module(n)]
+            found.update(modules)
+            if len(modules) < len(names):
+                found.add(node.module)
     return found
 
 
-def test_foundation_imports_nothing_of_compactcli() -> None:
-    for name in FOUNDATION:
-        assert ours(PACKAGE.parent / (name.replace(".", "/") + ".py")) == set(), name
+def tier(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and (PACKAGE / parts[1]).is_dir() else ""
 
 
-def test_dialects_import_nothing_above_them() -> None:
+def test_every_folder_of_the_package_is_a_tier_with_rules() -> None:
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert folders == set(MAY_IMPORT)
+    assert {p.name for p in PACKAGE.glob("*.py")} == ROOT_MODULES
+
+
+def test_each_tier_imports_only_the_tiers_below_it() -> None:
     offenders = {}
-    for path in sorted((PACKAGE / "dialects").glob("*.py")):
-        above = {n for n in ours(path) if not n.startswith("compactcli.dialects") and n not in FOUNDATION}
-        if above:
-            offenders[path.name] = sorted(above)
+    for path in sorted(PACKAGE.rglob("*.py")):
+        mine = tier(module_name(path))
+        allowed = MAY_IMPORT.get(mine, set(MAY_IMPORT)) | {mine, ""}
+        if mine == "":
+            allowed.add("cli")
+        wrong = sorted(n for n in ours(path) if tier(n) not in allowed)
+        if wrong:
+            offenders[str(path.relative_to(PACKAGE))] = wrong
     assert offenders == {}
+
+
+def test_no_module_imports_itself_back_through_others() -> None:
+    graph = {module_name(p): ours(p) - {"compactcli"} for p in PACKAGE.rglob("*.py")}
+    seen: dict[str, int] = {}
+    cycles = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        seen[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if nxt == node:
+                continue
+            if seen.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt) :] + [nxt] if nxt in stack else [node, nxt])
+            elif nxt not in seen:
+                visit(nxt, [*stack, nxt])
+        seen[node] = 2
+
+    for node in sorted(graph):
+        if node not in seen:
+            visit(node, [node])
+    assert cycles == []
+
+
+def test_import_rules_see_imports_inside_functions(tmp_path: Path) -> None:
+    # The rules would pass vacuously if `ours` missed a function-level import.
+    source = tmp_path / "probe.py"
+    source.write_text(
+        "def f():\n    from compactcli.cli import options\n    from compactcli import dialects\n"
+    )
+    assert ours(source) == {"compactcli.cli.options", "compactcli.dialects"}
 
 
 LOADED = """
@@ -144,7 +212,7 @@ def test_group_help_lists_each_command_with_its_own_help() -> None:
 
 DIALECT_MODULES = ("compactcli.dialects.",)
 # What only reading or writing a file needs.
-FILE_WORK = ("compactcli.run.rewrite", "compactcli.storage", "compactcli.pipelines.micro_file")
+FILE_WORK = ("compactcli.run.rewrite", "compactcli.storage.store", "compactcli.pipelines.micro_file")
 
 
 def test_micro_help_imports_no_dialect_no_runner_and_no_file_work(tmp_path: Path) -> None:
@@ -178,8 +246,8 @@ def test_a_run_the_cache_answers_imports_no_dialect_and_no_file_work(tmp_path: P
     [
         ("estimate", ("compactcli.run.runner", "compactcli.report.estimate")),
         ("validate", ("compactcli.run.runner", "compactcli.run.cache")),
-        ("restore", ("compactcli.storage", "compactcli.run.runner")),
-        ("prune", ("compactcli.storage", "compactcli.storage.prune")),
+        ("restore", ("compactcli.storage.store", "compactcli.run.runner")),
+        ("prune", ("compactcli.storage.store", "compactcli.storage.prune")),
     ],
 )
 def test_a_command_help_imports_what_only_its_run_needs_later(
@@ -197,7 +265,7 @@ HEAVY_FOR_HELP = (
     "compactcli.backends",
     "compactcli.run.cache",
     "compactcli.report.chart",
-    "compactcli.counting.context",
+    "compactcli.pipelines.context",
     "compactcli.dialects.",
     "compactcli.pipelines.estimate_file",
     "compactcli.core.jsonio",
@@ -208,7 +276,7 @@ HEAVY_FOR_HELP = (
     "compactcli.pipelines.replay_file",
     "compactcli.run.rewrite",
     "compactcli.run.runner",
-    "compactcli.storage",
+    "compactcli.storage.store",
     "compactcli.pipelines.summarize_file",
     "compactcli.counting.tokens",
 )

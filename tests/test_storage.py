@@ -18,7 +18,7 @@ import pytest
 
 from compactcli import __version__
 from compactcli.core.errors import BUSY, CHECK_FAILED, IO_ERR, Busy, CompactError
-from compactcli.storage import (
+from compactcli.storage.store import (
     ArchiveRecord,
     FileState,
     Replacement,

@@ -11,14 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from compactcli.core.constants import DEFAULT_PLACEHOLDER, DEFAULT_PRESERVE
 
 if TYPE_CHECKING:
     from compactcli.dialects import Dialect
     from compactcli.dialects.base import Scan
-    from compactcli.layers.micro_strategies import StrategyIndex
 
 # A result that may be a placeholder already in place is remembered verbatim (idempotence).
 _REMEMBER_TEXT_UP_TO = 4096
@@ -208,6 +207,14 @@ class MicroIndex:
 
 Change = tuple[int, object]  # (slot, value): a tool result's slot and its new content, or one of below
 Plan = dict[int, list[Change]]  # line -> changes
+
+
+class Strategies(Protocol):
+    """What `plan` needs of the opt-in strategies (layers/micro_strategies.py, StrategyIndex)."""
+
+    def changes(self) -> Plan: ...
+
+
 COPY_SLOT = -2  # marks the clearing of a UI copy (a record of its own that repeats one result)
 # The strategies' changes (value in brackets): images replaced (frozenset of their numbers), the record
 # dropped (None), its parent changed (the new parent), its thinking blocks removed (None).
@@ -230,7 +237,7 @@ def cleared(
                 yield fact, placeholder
 
 
-def plan(index: MicroIndex, options: MicroOptions, strategies: StrategyIndex | None = None) -> Plan:
+def plan(index: MicroIndex, options: MicroOptions, strategies: Strategies | None = None) -> Plan:
     """Which results to clear, by line, and the strategies' changes."""
     clears: Plan = {}
     superseded = strategies.superseded(index) if strategies is not None else frozenset()
@@ -251,19 +258,6 @@ def plan(index: MicroIndex, options: MicroOptions, strategies: StrategyIndex | N
             else:
                 clears.setdefault(line, []).extend(changes)
     return clears
-
-
-def plan_records(dialect: Dialect, records: list[dict], options: MicroOptions) -> Plan:
-    """`plan` over records held in memory (replay's context), by position."""
-    from compactcli.layers.micro_strategies import StrategyIndex
-
-    index = MicroIndex(dialect, placeholder=options.placeholder, truncate=options.truncate)
-    strategies = StrategyIndex(dialect, options) if options.strategies else None
-    for position, record in enumerate(records):
-        if strategies is not None:
-            strategies.add(position, record)
-        index.add(position, record)
-    return plan(index, options, strategies)
 
 
 def _apply_order(change: Change) -> int:

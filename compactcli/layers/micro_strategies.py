@@ -31,6 +31,8 @@ from compactcli.layers.micro import (
     Change,
     MicroIndex,
     MicroOptions,
+    Plan,
+    plan,
 )
 
 _USER, _ASSISTANT = 1, 2
@@ -236,3 +238,14 @@ class StrategyIndex:
                 parent = self.parent.get(parent)
             found.append((self.line_of[uuid], parent if parent not in gone else None))
         return found
+
+
+def plan_records(dialect: Dialect, records: list[dict], options: MicroOptions) -> Plan:
+    """`plan` over records held in memory (replay's context), by position."""
+    index = MicroIndex(dialect, placeholder=options.placeholder, truncate=options.truncate)
+    strategies = StrategyIndex(dialect, options) if options.strategies else None
+    for position, record in enumerate(records):
+        if strategies is not None:
+            strategies.add(position, record)
+        index.add(position, record)
+    return plan(index, options, strategies)

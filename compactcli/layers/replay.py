@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from compactcli.core.constants import DEFAULT_THRESHOLD, USER_MESSAGES_TOKENS
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.layers import micro
 from compactcli.layers.micro import MicroOptions
+from compactcli.layers.micro_strategies import plan_records
 from compactcli.layers.summarize import (
     SUMMARY_PREFIX,
     Summarizer,
@@ -167,8 +168,8 @@ class Replay:
     that is about to be summarized and returns the path the summary message names. Records passed to
     `add` are taken over: micro clears tool results in them in place. `now` and `new_uuid` make the
     Claude Code summary records reproducible (summarize.summary_records). `view` is the model's view that
-    `count` reads (ContextSize.view): fed every record here, in file order, so that a record counted
-    later is counted as the model was sent it then (Codex: the truncation policy of its turn).
+    `count` reads (pipelines/context.py, ContextSize.view): fed every record here, in file order, so that a
+    record counted later is counted as the model was sent it then (Codex: the truncation policy of its turn).
     """
 
     def __init__(
@@ -365,7 +366,7 @@ class Replay:
             return 0
         cleared = 0
         dropped: set[int] = set()
-        for position, clears in micro.plan_records(self.dialect, self.records(), options).items():
+        for position, clears in plan_records(self.dialect, self.records(), options).items():
             entry = self.context[position]
             if not micro.apply(self.dialect, entry.record, clears):
                 dropped.add(position)  # a strategy drops the record (micro --drop-thinking)
@@ -536,46 +537,3 @@ def entry_bytes(entry: Entry, template: bytes = b"") -> bytes:
     if entry.raw is not None and not entry.changed:
         return entry.raw if entry.raw.endswith(b"\n") else entry.raw + b"\n"
     return jsonio.dumps_like(entry.record, entry.raw or template, entry.slow) + b"\n"
-
-
-# -- estimates --------------------------------------------------------------------------------------
-
-
-@dataclass
-class ContextSize:
-    """`count` for a Replay: the compactcli.counting.context estimate of a list of records.
-
-    One ContextCounter per count (a context changes in the middle, not only at its end); the API
-    client and the token cache of method `api` are kept between counts.
-    """
-
-    dialect: Dialect
-    method: str = "seed"
-    model: str | None = None
-    cache: Any = None
-    counts: int = field(default=0, init=False)
-    _client: Any = field(default=None, init=False, repr=False)
-    # What the model was sent of each record (Dialect.new_view), fed by the Replay (its `view`)
-    view: ModelView | None = field(default=None, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self.view = self.dialect.new_view(remember=True)
-
-    def __call__(self, records: list[dict]) -> int:
-        from compactcli.counting.context import ContextCounter
-
-        counter = ContextCounter(
-            self.dialect,
-            self.method,
-            detail=False,
-            model=self.model,
-            cache=self.cache,
-            client=self._client,
-            view=self.view,
-        )
-        for record in records:
-            counter.add(record)
-        self.counts += 1
-        tokens = counter.tokens
-        self._client = counter.client
-        return tokens or 0

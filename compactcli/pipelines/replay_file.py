@@ -11,7 +11,7 @@ from contextlib import ExitStack
 from pathlib import Path, PurePosixPath
 from typing import IO, BinaryIO
 
-from compactcli import dialects, storage
+from compactcli import dialects
 from compactcli.core.errors import BadInput
 from compactcli.layers.replay import (
     TIMELINE_FIELDS,
@@ -22,7 +22,7 @@ from compactcli.layers.replay import (
     output_entries,
 )
 from compactcli.pipelines.transcript import STDIN, ConversationLines, dialect_for, open_input
-from compactcli.storage import remote
+from compactcli.storage import remote, store
 
 TIMELINE_SUFFIXES = (".jsonl", ".csv")
 
@@ -134,7 +134,7 @@ def archiver(source: Source, dialect: dialects.Dialect, folder: Path) -> Callabl
             temp = Path(scratch) / f"{source.stem}.jsonl"
             with open(temp, "wb") as out:
                 write_entries(out, dialect, entries, source.template)
-            path, _, _ = storage.archive_copy(temp, folder, stem=source.stem)
+            path, _, _ = store.archive_copy(temp, folder, stem=source.stem)
         return str(path)
 
     return archive
@@ -161,7 +161,7 @@ def write_output(
         write_entries(sys.stdout.buffer, dialect, result.context, template, unread)
         sys.stdout.buffer.flush()
         return
-    with storage.output_file(Path(output)) as out:
+    with store.output_file(Path(output)) as out:
         write_entries(out, dialect, result.context, template, unread)
 
 

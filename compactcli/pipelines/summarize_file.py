@@ -477,8 +477,8 @@ def analyze(
     estimator: Any = None,
 ) -> SummaryEdit:
     """Read the file once and decide the cut. `estimator(dialect)` backs --threshold (a
-    compactcli.counting.context counter factory); nothing is sent to a model here."""
-    from compactcli.counting.context import ContextCounter
+    compactcli.pipelines.context counter factory); nothing is sent to a model here."""
+    from compactcli.pipelines.context import ContextCounter
 
     dialect = dialect_for(source, path, fmt)
     if not dialect.writes_compactions:

@@ -6,15 +6,13 @@ import csv
 import io
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import click
 
-from compactcli.core.constants import NO_USAGE, NO_USAGE_TEXT, OVER, STDIN
+from compactcli.core.constants import NO_USAGE, NO_USAGE_TEXT, OVER
 from compactcli.core.errors import CHECK_FAILED
 from compactcli.counting.tokens import CATEGORIES
 from compactcli.report import FAILED, Figures, Outcome, annotation, line_of
-from compactcli.run import runner
 
 # --- output -------------------------------------------------------------------------------------
 
@@ -211,12 +209,6 @@ def summary(outcomes: list[Outcome], method: str, max_tokens: int | None) -> str
 
 
 # --- calibration ------------------------------------------------------------------------------
-
-
-def calibration_files(paths: tuple[str, ...], glob: str) -> list[Path]:
-    if STDIN in paths:
-        raise click.UsageError("--calibrate reads files and folders, not stdin")
-    return [Path(p) for p in runner.discover(paths, glob)]
 
 
 def print_calibration(result: dict, output_format: str, files: int) -> None:

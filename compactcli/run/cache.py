@@ -39,6 +39,7 @@ import orjson
 
 from compactcli import __version__
 from compactcli.core.constants import STDIN
+from compactcli.core.places import cache_dir
 from compactcli.report import Outcome
 
 SETTLE_SECONDS = 2.0
@@ -48,13 +49,6 @@ _FILE_PREFIX = "seen-"
 _FORMAT = 2  # 2: the file holds its scope
 
 Stamp = tuple[int, int, int, int, int]  # size, mtime_ns, inode, ctime_ns, device
-
-
-def cache_dir() -> Path:
-    """$XDG_CACHE_HOME/compactcli, else ~/.cache/compactcli."""
-    base = os.environ.get("XDG_CACHE_HOME") or ""
-    root = Path(base) if base.strip() else Path.home() / ".cache"
-    return root / "compactcli"
 
 
 def stamp_of(st: os.stat_result) -> Stamp:

@@ -24,12 +24,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from compactcli import storage
-from compactcli.cli.options import FileSettings
 from compactcli.core import errors
 from compactcli.pipelines.transcript import READ_BUFFER, STDIN, copy_to_spool, open_input
 from compactcli.report import BUSY, CHANGED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome
-from compactcli.storage import remote
+from compactcli.run.settings import FileSettings
+from compactcli.storage import remote, store
 
 STDOUT = "-"
 
@@ -131,7 +130,7 @@ def _still_written(exc: errors.BadInput, path: Path, state: object) -> bool:
     if not isinstance(exc, errors.TornLastLine):
         return False
     time.sleep(TORN_SETTLE)
-    return storage.snapshot(path) != state
+    return store.snapshot(path) != state
 
 
 def too_recent(item: str, st: os.stat_result, settings: FileSettings) -> Outcome | None:
@@ -163,13 +162,13 @@ def _preview(item: str, source: BinaryIO, edit: Edit, settings: FileSettings) ->
 
 def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -> Outcome:
     archive_dir = Path(settings.archive_dir) if settings.archive_dir else None
-    with storage.file_lock(path, archive_dir):
-        state = storage.snapshot(path)
+    with store.file_lock(path, archive_dir):
+        state = store.snapshot(path)
         with open(path, "rb", buffering=READ_BUFFER) as source:
             try:
                 edit = analyze(source, item)
             except errors.BadInput as exc:
-                if storage.snapshot(path) != state or _still_written(exc, path, state):
+                if store.snapshot(path) != state or _still_written(exc, path, state):
                     raise errors.Busy(f"{item}: busy: changed while it was processed") from None
                 raise
             if not edit.changed:
@@ -178,7 +177,7 @@ def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -
             handed_over = False
             try:
                 source.seek(0)
-                with storage.Replacement(path) as replacement:
+                with store.Replacement(path) as replacement:
                     edit.write(source, replacement.file)
                     handed_over = True  # commit_in_place removes the archive if it fails early
                     record = replacement.commit_in_place(
@@ -205,7 +204,7 @@ def _prepare(
     edit.prepare(source)
     if not edit.archive_first:
         return None
-    archived = storage.archive_copy(original, archive_dir, stem=stem)
+    archived = store.archive_copy(original, archive_dir, stem=stem)
     if edit.sha256 and archived[1] != edit.sha256:
         _discard(archived[0])
         raise errors.Busy(f"{original}: busy: changed while it was processed")
@@ -230,7 +229,7 @@ def _to_output(
         original = spool or Path(item)
         folder = Path(settings.archive_dir) if settings.archive_dir else None
         if spool is not None and folder is None:
-            folder = Path(storage.ARCHIVE_DIR_NAME)
+            folder = Path(store.ARCHIVE_DIR_NAME)
         archived = _prepare(edit, source, original, folder, "stdin" if spool is not None else None)
     try:
         source.seek(0)
@@ -240,7 +239,7 @@ def _to_output(
                 _write(edit, source, out)
             written = out.written
         else:
-            with storage.output_file(Path(settings.output)) as target:
+            with store.output_file(Path(settings.output)) as target:
                 out = _CountingWriter(target)
                 _write(edit, source, out)
                 written = out.written
@@ -267,7 +266,7 @@ def _stdout() -> Iterator[BinaryIO]:
         sys.stdout.buffer.flush()
         return
     sys.stdout.buffer.flush()
-    with io.BufferedWriter(io.FileIO(fd, "wb", closefd=False), storage.WRITE_BUFFER) as stdout:
+    with io.BufferedWriter(io.FileIO(fd, "wb", closefd=False), store.WRITE_BUFFER) as stdout:
         yield stdout
 
 

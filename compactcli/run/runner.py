@@ -24,9 +24,9 @@ from compactcli.report import BUSY, FAILED, Outcome
 from compactcli.storage.archives import is_archive_dir
 
 if TYPE_CHECKING:
-    from compactcli.cli.options import Inputs, Writes
     from compactcli.run import executors
     from compactcli.run.cache import RunCache
+    from compactcli.run.settings import Inputs, Writes
 
 
 def find_inputs(

@@ -1,5 +1,6 @@
 """Archive folders: how to recognise one, and which transcripts a tree's archive folders hold
-originals of (docs/design.md section 4). storage.py reads and writes what is inside them."""
+originals of. storage/__init__.py reads and writes what is inside them (and lists the sources a
+manifest holds)."""
 
 from __future__ import annotations
 
@@ -68,15 +69,3 @@ def targets(path: Path, archive_dir: Path | None) -> list[tuple[Path, Callable[[
     return [
         (folder, lambda name: Path(name).is_relative_to(root)) for folder in folders_in(path, archive_dir)
     ]
-
-
-def sources(folder: Path, selected: Callable[[str], bool]) -> list[str]:
-    """The transcripts (resolved paths) that `folder`'s manifest holds entries for and `selected` picks."""
-    from compactcli.storage import parse_record
-
-    try:
-        raw = (folder / MANIFEST_NAME).read_bytes()
-    except FileNotFoundError:
-        return []
-    found = {record.source for record in map(parse_record, raw.splitlines()) if record is not None}
-    return sorted(name for name in found if selected(name))

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 import click
 
-from compactcli.cli.options import Inputs, cache_option, input_options
-from compactcli.core.constants import ESTIMATE_FORMATS, ESTIMATE_METHOD, METHODS, NO_USAGE, OVER, UNDER
+from compactcli.cli.options import cache_option, input_options
+from compactcli.core.constants import ESTIMATE_FORMATS, ESTIMATE_METHOD, METHODS, NO_USAGE, OVER, STDIN, UNDER
 from compactcli.core.errors import EXIT_CODES_HELP, OK
 from compactcli.report import Outcome, Report
+from compactcli.run.settings import Inputs
 
 # --- the command ---------------------------------------------------------------------------------
 
@@ -106,7 +108,7 @@ def estimate(
     calibrate,
 ):
     # Imported here, not above: --help needs none of them.
-    from compactcli.report.estimate import EstimateFigures, calibration_files, print_calibration
+    from compactcli.report.estimate import EstimateFigures, print_calibration
     from compactcli.run import runner
     from compactcli.run.cache import RunCache
 
@@ -116,7 +118,9 @@ def estimate(
 
         if output_format == "github":
             raise click.UsageError("--calibrate prints table, json or csv")
-        files = calibration_files(inputs.paths, inputs.glob)
+        if STDIN in inputs.paths:
+            raise click.UsageError("--calibrate reads files and folders, not stdin")
+        files = [Path(p) for p in runner.discover(inputs.paths, inputs.glob)]
         if inputs.verbose:
             click.echo(f"calibrating against {len(files)} files", err=True)
         print_calibration(calibration.calibrate(files), output_format, len(files))

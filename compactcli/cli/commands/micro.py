@@ -8,9 +8,6 @@ from functools import partial
 import click
 
 from compactcli.cli.options import (
-    FileSettings,
-    Inputs,
-    Writes,
     cache_option,
     input_options,
     micro_options,
@@ -19,6 +16,7 @@ from compactcli.cli.options import (
 )
 from compactcli.core.errors import EXIT_CODES_HELP
 from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
+from compactcli.run.settings import FileSettings, Inputs, Writes
 
 # What the opt-in strategies did, as the per-file line says it.
 _STRATEGY_FIGURES = (
@@ -99,7 +97,7 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
             manifest_options["strategies"] = options.strategies
         estimator = None
         if options.trigger_tokens:
-            from compactcli.counting import context  # 25 ms of imports that a plain micro run does not need
+            from compactcli.pipelines import context  # 25 ms of imports that a plain micro run does not need
 
             estimator = context.estimator()
         analyze = partial(

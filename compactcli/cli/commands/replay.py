@@ -31,8 +31,9 @@ from compactcli.report import CSV, FAILED, TABLE, TEXT, Figures, Outcome, Report
 if TYPE_CHECKING:  # the replay itself is imported when the command runs: --help needs none of it
     from compactcli import dialects
     from compactcli.layers.micro import MicroOptions
-    from compactcli.layers.replay import ContextSize, Entry, Replay
+    from compactcli.layers.replay import Entry, Replay
     from compactcli.layers.summarize import Summarizer
+    from compactcli.pipelines.context import ContextSize
 
 ESTIMATORS = ("seed", "heuristic", "api")
 WHAT_IF_ARCHIVE = "(not archived: what-if run)"
@@ -276,10 +277,10 @@ def replay(
     keep_user_messages: int,
     **layer: Any,
 ) -> None:
-    from compactcli import storage
-    from compactcli.layers.replay import ContextSize
+    from compactcli.pipelines.context import ContextSize
     from compactcli.pipelines.replay_file import Source, archiver, report_lines, write_output, write_timeline
     from compactcli.report import chart
+    from compactcli.storage import store
 
     keeps: list[int] = layer.pop("keep")
     if compare:
@@ -333,7 +334,7 @@ def replay(
             options = micro_settings({**layer, "keep": keep})
             archive = lambda entries: READ_ONLY_ARCHIVE  # noqa: E731
             if output or timeline or archive_dir:  # a plain replay only reads (docs/design.md)
-                folder = storage.default_archive_dir(source.place, Path(archive_dir) if archive_dir else None)
+                folder = store.default_archive_dir(source.place, Path(archive_dir) if archive_dir else None)
                 archive = archiver(source, chosen, folder)
             run = _new_replay(chosen, count, summarizer, archive, limit, options, keep_user_messages)
             result = source.run(run, on_invalid)
@@ -438,8 +439,8 @@ def _compare(
     """replay --compare: the logic is compactcli.layers.compare, the running and rendering
     compactcli.pipelines.compare_file."""
     from compactcli.layers.compare import runs
-    from compactcli.layers.replay import ContextSize
     from compactcli.pipelines import compare_file
+    from compactcli.pipelines.context import ContextSize
     from compactcli.pipelines.replay_file import Source
 
     figures = compare_file.CompareFigures()
@@ -501,7 +502,7 @@ def _compare(
 def _cache(estimator: str) -> Any:
     if estimator != "api":
         return None
-    from compactcli.counting.context import TokenCache
+    from compactcli.pipelines.context import TokenCache
 
     return TokenCache.default()
 

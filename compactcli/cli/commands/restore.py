@@ -46,22 +46,22 @@ class RestoreFigures(Figures):
 
 
 def restore_one(name: str, *, folder: Path | None, which: int) -> Outcome:
-    from compactcli import storage  # not for --help
+    from compactcli.storage import store  # not for --help
 
-    record = storage.restore(Path(name), folder, which=which)
+    record = store.restore(Path(name), folder, which=which)
     return Outcome(name, RESTORED, stats=asdict(record) | {"from": record.options.get("from")})
 
 
 def list_one(name: str, *, folder: Path | None) -> Outcome:
-    from compactcli import storage  # not for --help
+    from compactcli.storage import store  # not for --help
 
     path = Path(name)
-    found = storage.read_history(path, folder)
+    found = store.read_history(path, folder)
     for problem in found.skipped:
         click.echo(f"warning: {problem}", err=True)
     entries = found.records
     history = [dict(asdict(entry), index=number) for number, entry in enumerate(entries)]
-    message = "" if entries else f"{path}: no history in {storage.default_archive_dir(path, folder)}"
+    message = "" if entries else f"{path}: no history in {store.default_archive_dir(path, folder)}"
     return Outcome(name, LISTED, message=message, stats={"history": history})
 
 
@@ -124,8 +124,10 @@ def _transcripts(path: Path, archive_dir: Path | None) -> list[tuple[Path, Path 
     if not path.is_dir():
         return [(path, archive_dir)]
     found = []
+    from compactcli.storage import store  # not for --help
+
     for folder, selected in archives.targets(path, archive_dir):
-        for source in archives.sources(folder, selected):
+        for source in store.sources(folder, selected):
             beside = Path(source).parent / archives.ARCHIVE_DIR_NAME
             found.append((Path(source), None if folder == beside.resolve() else folder))
     if not found:

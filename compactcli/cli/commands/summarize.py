@@ -11,9 +11,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import click
 
 from compactcli.cli.options import (
-    Inputs,
     SummarizerSettings,
-    Writes,
     gather_options,
     input_options,
     keep_user_messages_option,
@@ -23,6 +21,7 @@ from compactcli.cli.options import (
 from compactcli.core.constants import DEFAULT_METHOD, DEFAULT_MODEL, METHODS, STDIN, USER_MESSAGES_TOKENS
 from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, UNAVAILABLE
 from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
+from compactcli.run.settings import Inputs, Writes
 
 if TYPE_CHECKING:  # the rest is imported when the command runs: --help needs none of it
     from compactcli.pipelines.summarize_file import SummarizeOptions, SummaryEdit
@@ -256,7 +255,7 @@ def summarize(
     )
     on_outcome = _reporting(report, options, inputs, writes, items)
     if (use_batch or batch_id) and not preview:
-        from compactcli.pipelines.message_batch import run_batch
+        from compactcli.run.message_batch import run_batch
 
         if writes.output_dir or inputs.scheduler:
             raise click.UsageError("--batch writes in place or to -o: not with --output-dir or --scheduler")
@@ -278,7 +277,7 @@ def summarize(
 
 
 def _estimator(method: str):
-    from compactcli.counting import context
+    from compactcli.pipelines import context
 
     return context.estimator(method)
 

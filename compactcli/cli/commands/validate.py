@@ -9,11 +9,12 @@ from typing import BinaryIO
 
 import click
 
-from compactcli.cli.options import Inputs, cache_option, input_options
+from compactcli.cli.options import cache_option, input_options
 from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP
 from compactcli.layers.validate import RULES, Validator
 from compactcli.pipelines.transcript import ConversationLines, dialect_for, open_input
 from compactcli.report import BUSY, FAILED, TEXT, Figures, Outcome, Report, annotation
+from compactcli.run.settings import Inputs
 
 VALID, INVALID = "valid", "invalid"
 

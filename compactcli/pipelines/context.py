@@ -24,12 +24,14 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compactcli.core.constants import DEFAULT_METHOD, METHODS
 from compactcli.core.constants import ESTIMATE_METHOD as ESTIMATE_METHOD
+from compactcli.core.places import cache_dir
 from compactcli.counting import tokens as tok
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.layers.estimate import (
@@ -40,7 +42,6 @@ from compactcli.layers.estimate import (
     recorded_output,
 )
 from compactcli.layers.micro import MicroIndex, MicroOptions, cleared
-from compactcli.run.cache import cache_dir
 
 if TYPE_CHECKING:
     from compactcli.dialects.base import ModelView
@@ -509,3 +510,41 @@ def estimator(method: str = DEFAULT_METHOD, **options: Any) -> Callable[[Dialect
         raise ValueError(f"unknown method {method!r}; one of {', '.join(METHODS)}")
     options.setdefault("detail", False)
     return partial(ContextCounter, method=method, **options)
+
+
+@dataclass
+class ContextSize:
+    """`count` for a Replay (layers/replay.py): this module's estimate of a list of records.
+
+    One ContextCounter per count (a context changes in the middle, not only at its end); the API
+    client and the token cache of method `api` are kept between counts.
+    """
+
+    dialect: Dialect
+    method: str = "seed"
+    model: str | None = None
+    cache: Any = None
+    counts: int = field(default=0, init=False)
+    _client: Any = field(default=None, init=False, repr=False)
+    # What the model was sent of each record (Dialect.new_view), fed by the Replay (its `view`)
+    view: ModelView | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.view = self.dialect.new_view(remember=True)
+
+    def __call__(self, records: list[dict]) -> int:
+        counter = ContextCounter(
+            self.dialect,
+            self.method,
+            detail=False,
+            model=self.model,
+            cache=self.cache,
+            client=self._client,
+            view=self.view,
+        )
+        for record in records:
+            counter.add(record)
+        self.counts += 1
+        tokens = counter.tokens
+        self._client = counter.client
+        return tokens or 0
