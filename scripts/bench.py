@@ -88,7 +88,7 @@ with open(sys.argv[1], "rb") as src, open(sys.argv[2], "wb") as out:
         out.write(line)
 """
 
-# The micro rule (DESIGN.md 3) written plainly: all records in memory, the stdlib json module.
+# The micro rule (docs/design.md, "Layers") written plainly: all records in memory, the stdlib json module.
 STDLIB_MICRO = """
 import json, sys
 src, dst, dialect = sys.argv[1:4]

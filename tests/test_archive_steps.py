@@ -1,6 +1,6 @@
 """Archive before replace, step by step: an in-place `micro` is stopped dead right after each call that
 changes the disk (os.write, fsync, link, replace, unlink, chmod...), one run per step, and the folder is
-checked after each stop (docs/design.md, archive-before-replace).
+checked after each stop (docs/design.md, "Archive before replace").
 
 After any stop: the transcript is the original or the whole result, nothing else; once it is the result,
 the archive holding the original and its manifest line are already on disk; a file under an archive's final

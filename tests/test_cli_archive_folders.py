@@ -1,8 +1,9 @@
-"""Archive folders are never read as transcripts (DESIGN.md 4): not the default `.transcripts`, not an
-`--archive-dir` inside the searched tree, not any folder holding a compactcli manifest, in any command.
+"""Archive folders are never read as transcripts (docs/design.md, "Files and archives"): not the default
+`.transcripts`, not an `--archive-dir` inside the searched tree, not any folder holding a compactcli
+manifest, in any command.
 
-The transcripts are the bundled samples, copied; which files micro changes is not asked of compactcli:
-the test only needs that the archive folder's files are never named in any command's output.
+The transcripts are the bundled samples, copied; which files micro changes is not asked of compactcli: the
+test only needs that the archive folder's files are never named in any command's output.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Configuration files through the installed command (docs/design.md 4, "Configuration"): where the
+"""Configuration files through the installed command (docs/design.md, "Configuration"): where the
 file is found, per-command tables, precedence file < environment < command line, errors that name
 the file, and `compactcli config` showing each value's source."""
 

@@ -1,5 +1,5 @@
 """`compactcli micro` through the installed command: destinations, archive and manifest, previews,
-exit codes, bad input, locks, reports and file modes (DESIGN.md 3 and 4).
+exit codes, bad input, locks, reports and file modes (docs/design.md, "Layers" and "Files and archives").
 
 The transcript is written out by hand below, so what micro must do to it is known without asking
 compactcli: of its eight tool results the last three are kept; of the five older ones, one is a

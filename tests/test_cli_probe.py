@@ -118,7 +118,7 @@ def test_digest_summary_of_a_sample(tmp_path: Path, dialect: str) -> None:
     assert code == 0
     assert report["dialect"] == dialect
     assert report["replaced_records"] > 0
-    # The digest lists the commands it ran (docs/design.md, "digest"); a sample's paths partly survive.
+    # The digest lists the commands it ran (docs/design.md, "probe"); a sample's paths partly survive.
     assert report["categories"]["commands"]["total"] > 0
     assert report["categories"]["paths"]["survived"] > 0
     assert 0 < report["retention"] < 1

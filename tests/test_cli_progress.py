@@ -1,5 +1,5 @@
 """Progress bars through a real terminal (a pty): on stderr only when it is a terminal, and never on
-a line that printed output shares (docs/design.md 4, "Reports").
+a line that printed output shares (docs/design.md, "Reports").
 
 A tiny terminal model replays what the pty received (carriage return, newline, overwriting) and gives
 the lines a user would see at the end; they must be exactly the lines the same command prints when

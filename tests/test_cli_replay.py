@@ -1,5 +1,5 @@
 """`compactcli replay`: where each layer fires on hand-built transcripts whose sizes are computed here,
-independently, with the reference formula len(str(messages)) // 4 (DESIGN.md 3, replay).
+independently, with the reference formula len(str(messages)) // 4 (docs/design.md, "Layers").
 
 The main transcript (TASK) has seven model calls. With --keep 10 micro never clears anything in it,
 so the estimate before the call on line k is seed(RECORDS[:k]). The threshold is set one below the

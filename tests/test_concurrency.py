@@ -1,7 +1,7 @@
 """Several `compactcli micro` processes at once, and files still being appended to while micro runs.
 
-Contract (DESIGN.md 4): one writer per file; a file that changed while it was processed is left
-alone and reported busy (exit 75); nothing an agent appends is ever lost.
+Contract (docs/design.md, "Concurrency"): one writer per file; a file that changed while it was processed
+is left alone and reported busy (exit 75); nothing an agent appends is ever lost.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""Hostile archive folders, odd output targets, torn manifests, failing replacements (DESIGN.md 4).
+"""Hostile archive folders, odd output targets, torn manifests, failing replacements (docs/design.md,
+"Trust").
 
-Everything runs through the installed CLI on real files, real symlinks, a real device node and a
-real FIFO. Where a case needs another account, the CLI runs in a child that drops to `nobody`
-with os.setuid (only possible when the tests run as root; skipped with the reason otherwise).
+Everything runs through the installed CLI on real files, real symlinks, a real device node and a real
+FIFO. Where a case needs another account, the CLI runs in a child that drops to `nobody` with os.setuid
+(only possible when the tests run as root; skipped with the reason otherwise).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Numbers on a rewritten line are written back as they were read (DESIGN.md 4): `1e400` stays
+"""Numbers on a rewritten line are written back as they were read (docs/design.md, "Lossless"): `1e400` stays
 `1e400` (never `Infinity`), `1.0000000000000000001` is not rounded, big integers stay exact."""
 
 from __future__ import annotations

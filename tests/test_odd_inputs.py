@@ -1,4 +1,6 @@
-"""Inputs that never end, a run stopped by SIGTERM, and files the user cannot read (DESIGN.md 4)."""
+"""Inputs that never end, a run stopped by SIGTERM, and files the user cannot read (docs/design.md, "Files
+and archives").
+"""
 
 from __future__ import annotations
 

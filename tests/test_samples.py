@@ -77,7 +77,7 @@ def openai_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
 
 
 def claude_code_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
-    """One message list per conversation and compaction segment (DESIGN.md section 2)."""
+    """One message list per conversation and compaction segment (docs/design.md, "Dialects")."""
     by_uuid = {r["uuid"]: r for r in records if "uuid" in r}
 
     def key(r: dict[str, Any]) -> str:

@@ -353,7 +353,7 @@ def test_commit_through_symlink_keeps_the_link(tmp_path: Path) -> None:
     assert mode(real) == 0o600
     assert record.source == str(real)
     assert Path(record.archive).read_bytes() == ORIGINAL
-    # The archive belongs to the file, not to the link (DESIGN.md 4, "Output targets").
+    # The archive belongs to the file, not to the link (docs/design.md, "Output targets").
     assert Path(record.archive).parent == real_dir / ".transcripts"
     assert sorted(os.listdir(tmp_path)) == ["link.jsonl", "real"]
     assert history(link, None) == history(real, None) == [record]

@@ -1,4 +1,4 @@
-"""Configuration files (docs/design.md section 4, "Configuration").
+"""Settings files (docs/design.md, "Configuration").
 
 Where settings come from, weakest first: an option's own default; the configuration file; the
 environment variable of an option that has one; the command line. The file is the nearest

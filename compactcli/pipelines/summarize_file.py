@@ -73,7 +73,8 @@ class SummarizeOptions:
     # "summarize: the user's words".
     keep_user_messages: int = USER_MESSAGES_TOKENS
     # Messages of the summarized part matching one of these regular expressions are kept verbatim
-    # after the summary, with the partners of their tool calls and results (docs/design.md).
+    # after the summary, with the partners of their tool calls and results (docs/design.md, "summarize: the
+    # user's words").
     pin: tuple[str, ...] = ()
     # --verify: probe each summarized file against its original; --min-retention R (implies it): a file
     # whose retention is below R exits 1 (compactcli/verify.py).

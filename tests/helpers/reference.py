@@ -1,8 +1,8 @@
 """A reference model of micro and summarize, for the property tests to compare the CLI's output with.
 
-Written from docs/design.md (sections 2 and 3), not from compactcli: it imports nothing of the package, so
-a tool result the dialect code cannot see, a wrong `--keep` or a cut in the wrong place shows up as a
-difference instead of being repeated by the checker.
+Written from docs/design.md, "Layers" and "Dialects", not from compactcli: it imports nothing of the
+package, so a tool result the dialect code cannot see, a wrong `--keep` or a cut in the wrong place shows
+up as a difference instead of being repeated by the checker.
 
 Records are what `json.loads` gives for each line; `line` below is a 0-based index into them.
 """

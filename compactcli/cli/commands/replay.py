@@ -333,7 +333,7 @@ def replay(
             limit, keep = combos[0]
             options = micro_settings({**layer, "keep": keep})
             archive = lambda entries: READ_ONLY_ARCHIVE  # noqa: E731
-            if output or timeline or archive_dir:  # a plain replay only reads (docs/design.md)
+            if output or timeline or archive_dir:  # docs/design.md, "What only reads"
                 folder = store.default_archive_dir(source.place, Path(archive_dir) if archive_dir else None)
                 archive = archiver(source, chosen, folder)
             run = _new_replay(chosen, count, summarizer, archive, limit, options, keep_user_messages)
