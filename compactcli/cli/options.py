@@ -241,23 +241,6 @@ def cache_option(extra_help: str = "") -> Callable:
     return click.option("--no-cache", is_flag=True, help=CACHE_HELP + extra_help)
 
 
-MICRO_OPTION_NAMES = (
-    "keep",
-    "min_chars",
-    "preserve",
-    "no_preserve",
-    "placeholder",
-    "clear_multimodal",
-    "trigger_tokens",
-    "dedupe_reads",
-    "keep_images",
-    "truncate",
-    "drop_progress",
-    "drop_sidechains",
-    "drop_thinking",
-)
-
-
 def micro_options(
     *, keep_type: click.ParamType | None = None, keep_help: str | None = None, trigger_help: str | None = None
 ) -> Callable:

@@ -2,8 +2,7 @@
 nothing: `--help` and a second cron run then need not load transcript reading, the layers, the
 backends or their regular expressions just to learn a default or a list of choices.
 
-Each value lives here only; the modules that work with it import it from here (and keep offering it
-under their own name, for the code that always found it there).
+Each value lives here only; the modules that work with it import it from here.
 """
 
 from __future__ import annotations

@@ -37,7 +37,6 @@ from compactcli.dialects.openai import call_arguments
 RECORD_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
-MESSAGE_ROLES = frozenset({"user", "assistant", "developer", "system"})
 # event_msg records that repeat a tool's output for the UI, and the fields that hold it. The diff in
 # patch_apply_end `changes` is the patch the model wrote (the call's input), not output: it stays.
 UI_COPIES = {

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from compactcli.core.constants import DEFAULT_THRESHOLDS as DEFAULT_THRESHOLDS
 from compactcli.counting.pricing import Bill, Price
 from compactcli.layers.micro import Cut, MicroOptions
 

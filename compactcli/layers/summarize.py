@@ -20,9 +20,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from compactcli.core import redact as redaction
-from compactcli.core.constants import BACKENDS as BACKENDS
-from compactcli.core.constants import DEFAULT_MAX_INPUT_TOKENS as DEFAULT_MAX_INPUT_TOKENS
-from compactcli.core.constants import DEFAULT_SUMMARY_TOKENS as DEFAULT_SUMMARY_TOKENS
 from compactcli.counting import tokens
 from compactcli.dialects import Dialect
 from compactcli.dialects.base import BYTES_PER_TOKEN, USER_MESSAGES_TOKENS, recent_within

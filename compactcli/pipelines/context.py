@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compactcli.core.constants import DEFAULT_METHOD, METHODS
-from compactcli.core.constants import ESTIMATE_METHOD as ESTIMATE_METHOD
 from compactcli.core.places import cache_dir
 from compactcli.counting import tokens as tok
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-from compactcli.core.constants import ESTIMATE_FORMATS, NO_USAGE, NO_USAGE_TEXT, OVER
-from compactcli.core.constants import UNDER as UNDER
+from compactcli.core.constants import NO_USAGE, NO_USAGE_TEXT, OVER, UNDER
 from compactcli.core.errors import CHECK_FAILED, OK
 from compactcli.dialects.base import RecordOrder
 from compactcli.layers.estimate import is_over, share
@@ -13,9 +12,6 @@ from compactcli.layers.micro import MicroOptions
 from compactcli.pipelines.context import ContextCounter, Summary, TokenCache, is_main_message
 from compactcli.pipelines.transcript import ConversationLines, dialect_for, open_input, read_lines
 from compactcli.report import Outcome
-
-OUTPUT_FORMATS = ESTIMATE_FORMATS
-
 
 # --- one file ---------------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ from typing import BinaryIO
 
 from compactcli import dialects
 from compactcli.core import jsonio
-from compactcli.core.constants import ON_INVALID as ON_INVALID
 from compactcli.core.constants import STDIN
 from compactcli.core.errors import BadInput, TornLastLine
 

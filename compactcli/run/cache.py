@@ -151,10 +151,6 @@ class RunCache:
         ):
             self._entries = data["entries"]
 
-    def lookup(self, item: str) -> Outcome | None:
-        """The remembered outcome when the file is exactly as it was then, else None."""
-        return self.known([item]).get(0)
-
     def known(self, items: Iterable[str]) -> dict[int, Outcome]:
         """Index -> remembered outcome, for the items the cache can answer: those whose file is exactly
         as it was when remembered (one stat each; an item without an entry is not even stat-ed)."""
