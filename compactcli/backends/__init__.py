@@ -16,10 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compactcli.core import redact as redaction
+from compactcli.core.constants import BACKENDS, DEFAULT_MAX_INPUT_TOKENS, DEFAULT_SUMMARY_TOKENS
 from compactcli.layers.summarize import (
-    BACKENDS,
-    DEFAULT_MAX_INPUT_TOKENS,
-    DEFAULT_SUMMARY_TOKENS,
     PROMPT_OVERHEAD,
     SYSTEM_PROMPT,
     Rendered,
