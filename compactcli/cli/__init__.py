@@ -11,7 +11,7 @@ import sys
 import click
 
 from compactcli import __version__
-from compactcli.core.errors import EXIT_CODES_HELP
+from compactcli.core.errors import EXIT_CODES_HELP, CompactError
 
 # name -> module in compactcli.cli.commands defining a click command of that name
 COMMANDS = {
@@ -69,11 +69,17 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):
+        """The one end of a run: a command returns its exit code through SystemExit, or raises; a raised
+        CompactError is printed here, in one style, and its code is the exit code (docs/design.md,
+        "Exit codes"). Usage errors stay click's."""
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
             # The reader went away (`| head`): it has what it wanted; end quietly, exit 0.
             closed_pipe()
+        except CompactError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
         try:

@@ -391,8 +391,7 @@ def _check_usage(
     if output not in (None, "-") and path != STDIN and Path(output).resolve() == Path(path).resolve():
         raise click.UsageError("-o names the input itself; replay never changes its input")
     if plot and not chart.have_matplotlib():
-        click.echo(f"Error: {chart.PLOT_HINT}", err=True)
-        raise SystemExit(USAGE)
+        raise CompactError(chart.PLOT_HINT, USAGE)
 
 
 def _check_compare_usage(
@@ -413,8 +412,7 @@ def _check_compare_usage(
     if price and price_model:
         raise click.UsageError("give --price or --price-model, not both")
     if plot and not chart.have_matplotlib():
-        click.echo(f"Error: {chart.PLOT_HINT}", err=True)
-        raise SystemExit(USAGE)
+        raise CompactError(chart.PLOT_HINT, USAGE)
 
 
 @dataclass(frozen=True)

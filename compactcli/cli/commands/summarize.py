@@ -19,7 +19,7 @@ from compactcli.cli.options import (
     write_options,
 )
 from compactcli.core.constants import DEFAULT_METHOD, DEFAULT_MODEL, METHODS, STDIN, USER_MESSAGES_TOKENS
-from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, UNAVAILABLE
+from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, Unavailable
 from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
 from compactcli.run.settings import Inputs, Writes
 
@@ -310,12 +310,10 @@ def _check_backend(summarizer, requested: str, batch: object, preview: bool, qui
 
     if summarizer.name == "anthropic" and not preview and not have_credentials():
         # One error before any file is touched, not the same one for every file.
-        click.echo(
-            "error: --backend anthropic needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN in the environment "
-            "(--backend digest works offline); no file was changed",
-            err=True,
+        raise Unavailable(
+            "--backend anthropic needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN in the environment "
+            "(--backend digest works offline); no file was changed"
         )
-        raise SystemExit(UNAVAILABLE)
     if not quiet and not preview:
         click.echo(f"summarize: backend {_backend_line(requested, summarizer)}", err=True)
 
