@@ -135,7 +135,7 @@ def _with_output_format(func: Callable) -> Callable:
     return wrapper
 
 
-def format_options(formats: tuple[str, ...] = ("text", "json")) -> Callable:
+def format_options(formats: tuple[str, ...]) -> Callable:
     """--format (the first of `formats` is the default) and --json (= --format json), passed on as one
     `output_format` value."""
     return lambda func: _decorated(_with_output_format(func), _format_option_list(formats))
@@ -153,7 +153,7 @@ def on_invalid_option(
     )
 
 
-def input_options(*, formats: tuple[str, ...] = ("text", "json")) -> Callable:
+def input_options(*, formats: tuple[str, ...]) -> Callable:
     """Paths, discovery, dialect, bad-input handling and how to report (`--format`: `formats`, the
     first one the default)."""
     options = [

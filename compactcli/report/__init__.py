@@ -35,8 +35,19 @@ CHANGED, UNCHANGED, WOULD_CHANGE, FAILED, BUSY, SKIPPED = (
 # (65), an unavailable API (69), a busy file (75), then a failed check (1).
 SEVERITY = (errors.IO_ERR, errors.DATA_ERR, errors.UNAVAILABLE, errors.BUSY, errors.CHECK_FAILED)
 
-# Output formats (--format); --json is --format json. Each command accepts those that apply to it.
+# Output formats (--format); --json is --format json. Each command accepts those that apply to it,
+# listed here and nowhere else; the first is its default.
 TEXT, TABLE, JSON, CSV, GITHUB = "text", "table", "json", "csv", "github"
+COMMAND_FORMATS = {
+    "micro": (TEXT, JSON, GITHUB),
+    "summarize": (TEXT, JSON, GITHUB),
+    "validate": (TEXT, JSON, GITHUB),
+    "estimate": (TABLE, JSON, CSV, GITHUB),
+    "replay": (TEXT, JSON, TABLE, CSV),
+    "restore": (TEXT, JSON),
+    "prune": (TEXT, JSON),
+    "probe": (TABLE, JSON),
+}
 
 # The JSON object of one file, the same keys in every command (docs/json-output.md).
 SCHEMA_VERSION = 1

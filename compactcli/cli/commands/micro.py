@@ -15,7 +15,7 @@ from compactcli.cli.options import (
     write_options,
 )
 from compactcli.core.errors import EXIT_CODES_HELP
-from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
+from compactcli.report import CHANGED, COMMAND_FORMATS, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
 from compactcli.run.settings import FileSettings, Inputs, Writes
 
 # What the opt-in strategies did, as the per-file line says it.
@@ -46,7 +46,7 @@ class MicroFigures(Figures):
 
 
 @click.command(epilog=EXIT_CODES_HELP)
-@input_options(formats=("text", "json", "github"))
+@input_options(formats=COMMAND_FORMATS["micro"])
 @write_options()
 @micro_options()
 @cache_option(" Applies in place and to --check/--diff/--dry-run, not to -o.")

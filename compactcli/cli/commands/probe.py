@@ -6,7 +6,7 @@ import click
 
 from compactcli.cli.options import InputPath, dialect_option, format_options, on_invalid_option
 from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, CompactError
-from compactcli.report import FAILED, Outcome, json_object, json_text
+from compactcli.report import COMMAND_FORMATS, FAILED, Outcome, json_object, json_text
 
 PROBED = "probed"
 
@@ -43,7 +43,7 @@ def table(result) -> str:
 @click.argument("summarized", type=InputPath(allow_dash=True, exists=True, dir_okay=False))
 @dialect_option()
 @on_invalid_option("error: a bad line fails (exit 65); keep: pass over bad lines.")
-@format_options(("table", "json"))
+@format_options(COMMAND_FORMATS["probe"])
 @click.option(
     "--min-retention",
     type=click.FloatRange(0, 1),

@@ -9,7 +9,16 @@ import click
 
 from compactcli.cli.options import format_options
 from compactcli.core.errors import EXIT_CODES_HELP, CompactError
-from compactcli.report import CHANGED, FAILED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
+from compactcli.report import (
+    CHANGED,
+    COMMAND_FORMATS,
+    FAILED,
+    UNCHANGED,
+    WOULD_CHANGE,
+    Figures,
+    Outcome,
+    Report,
+)
 from compactcli.storage import archives
 
 if TYPE_CHECKING:
@@ -88,7 +97,7 @@ def outcome_of(result: pruning.Pruned, dry_run: bool) -> Outcome:
 @click.option("--dry-run", is_flag=True, help="Change nothing; say what would be dropped.")
 @click.option("-v", "--verbose", is_flag=True, help="A line per file on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary line.")
-@format_options()
+@format_options(COMMAND_FORMATS["prune"])
 def prune(paths, keep_last, older_than, archive_dir, dry_run, verbose, quiet, output_format):
     """Drop old archived originals of each PATH (a transcript, or a folder of them).
 

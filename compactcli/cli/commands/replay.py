@@ -26,7 +26,7 @@ from compactcli.cli.options import (
 from compactcli.core.constants import DEFAULT_THRESHOLD, DEFAULT_THRESHOLDS, STDIN
 from compactcli.core.errors import EXIT_CODES_HELP, USAGE, CompactError
 from compactcli.counting.pricing import DEFAULT_PRICE_MODEL, PRICES, Price, parse_price
-from compactcli.report import CSV, FAILED, TABLE, TEXT, Figures, Outcome, Report
+from compactcli.report import COMMAND_FORMATS, CSV, FAILED, TABLE, TEXT, Figures, Outcome, Report
 
 if TYPE_CHECKING:  # the replay itself is imported when the command runs: --help needs none of it
     from compactcli import dialects
@@ -256,7 +256,7 @@ class PriceType(click.ParamType):
     metavar="NAME",
     help=f"With --compare: price as this model (default {DEFAULT_PRICE_MODEL}; see above).",
 )
-@format_options(("text", "json", "table", "csv"))
+@format_options(COMMAND_FORMATS["replay"])
 @click.option("-q", "--quiet", is_flag=True, help="No report and no chart (errors only).")
 def replay(
     path: str,

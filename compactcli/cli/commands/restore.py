@@ -11,7 +11,7 @@ import click
 
 from compactcli.cli.options import format_options
 from compactcli.core.errors import EXIT_CODES_HELP
-from compactcli.report import TEXT, Figures, Outcome, Report
+from compactcli.report import COMMAND_FORMATS, TEXT, Figures, Outcome, Report
 from compactcli.storage import archives
 
 RESTORED, LISTED = "restored", "listed"
@@ -82,7 +82,7 @@ def list_one(name: str, *, folder: Path | None) -> Outcome:
     help="History entry to restore (0 = oldest, -1 = latest).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No per-file lines and no summary line.")
-@format_options()
+@format_options(COMMAND_FORMATS["restore"])
 def restore(paths, archive_dir, list_only, which, quiet, output_format):
     """Put back the archived original of each PATH: a transcript, or a folder
     whose transcripts with an archive each get their latest original back.

@@ -20,7 +20,7 @@ from compactcli.cli.options import (
 )
 from compactcli.core.constants import DEFAULT_METHOD, DEFAULT_MODEL, METHODS, STDIN, USER_MESSAGES_TOKENS
 from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, Unavailable
-from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
+from compactcli.report import CHANGED, COMMAND_FORMATS, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
 from compactcli.run.settings import Inputs, Writes
 
 if TYPE_CHECKING:  # the rest is imported when the command runs: --help needs none of it
@@ -210,7 +210,7 @@ class SummarizeFigures(Figures):
 
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
-@input_options(formats=("text", "json", "github"))
+@input_options(formats=COMMAND_FORMATS["summarize"])
 @write_options()
 @summarizer_options()
 @summarize_options()
