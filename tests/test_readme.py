@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -154,14 +155,19 @@ def test_pre_commit_snippet_runs_as_written(sandbox: dict[str, str]) -> None:
     assert f"{len(staged)} files" in done.stderr
 
 
+@functools.cache
 def help_examples() -> list[tuple[str, str]]:
-    """(command, example line) from the Examples: section of every command's --help."""
-    from compactcli.cli import COMMANDS
+    """(command, example line) from the Examples: section of every command's --help.
+
+    The pages are rendered in this process (click's own help), once: collection starts no subprocess
+    and does not depend on the console script being installed; the examples themselves run in tests."""
+    from click.testing import CliRunner
+
+    from compactcli.cli import COMMANDS, cli
 
     found = []
-    script = str(Path(sys.executable).with_name("compactcli"))
     for command in COMMANDS:
-        page = subprocess.run([script, command, "--help"], capture_output=True, text=True, timeout=60).stdout
+        page = CliRunner().invoke(cli, [command, "--help"], terminal_width=80).stdout
         for line in page.split("Examples:\n", 1)[1].splitlines():
             if not line.strip():
                 break
