@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from helpers.cli import run_cli
-from helpers.strategies import DIALECTS, conversations, jsonl_bytes
+from helpers.strategies import GENERATORS, conversations, jsonl_bytes
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import find as hfind
 
@@ -445,7 +445,7 @@ FIRST = settings(max_examples=500, database=None, phases=[Phase.generate])
 QUIET_REPR = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dialect", GENERATORS)
 def test_strategies_produce_paired_conversations(dialect: str) -> None:
     @FAST
     @given(conversations(dialect))
