@@ -346,30 +346,18 @@ class HeadTail(click.ParamType):
 
 
 def micro_settings(given: dict) -> MicroOptions:
-    """MicroOptions from the values of `micro_options` (by option name)."""
+    """MicroOptions from the values of `micro_options`: each option sets the field of its name."""
+    from dataclasses import fields
+
     from compactcli.core.constants import DEFAULT_PRESERVE
     from compactcli.layers.micro import MicroOptions
 
+    values = {f.name: given[f.name] for f in fields(MicroOptions) if f.name in given}
     if given["no_preserve"]:
-        preserve: frozenset[str] = frozenset()
-    elif given["preserve"]:
-        preserve = frozenset(given["preserve"])
+        values["preserve"] = frozenset()
     else:
-        preserve = DEFAULT_PRESERVE
-    return MicroOptions(
-        keep=given["keep"],
-        min_chars=given["min_chars"],
-        preserve=preserve,
-        placeholder=given["placeholder"],
-        clear_multimodal=given["clear_multimodal"],
-        trigger_tokens=given["trigger_tokens"],
-        dedupe_reads=given.get("dedupe_reads", False),
-        keep_images=given.get("keep_images"),
-        truncate=given.get("truncate"),
-        drop_progress=given.get("drop_progress", False),
-        drop_sidechains=given.get("drop_sidechains", False),
-        drop_thinking=given.get("drop_thinking", False),
-    )
+        values["preserve"] = frozenset(given["preserve"]) or DEFAULT_PRESERVE
+    return MicroOptions(**values)
 
 
 @dataclass(frozen=True)

@@ -85,16 +85,6 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
         """The worker, made once a file has to be read: Layer 1's module is not loaded by a run the
         cache answers."""
         options = micro_settings(layer)
-        manifest_options = {
-            "keep": options.keep,
-            "min_chars": options.min_chars,
-            "preserve": sorted(options.preserve),
-            "placeholder": options.placeholder,
-            "clear_multimodal": options.clear_multimodal,
-            "trigger_tokens": options.trigger_tokens,
-        }
-        if options.strategies:  # recorded only when given: the manifest of a default run stays as it was
-            manifest_options["strategies"] = options.strategies
         estimator = None
         if options.trigger_tokens:
             from compactcli.pipelines import context  # 25 ms of imports that a plain micro run does not need
@@ -107,7 +97,7 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
             on_invalid=inputs.on_invalid,
             estimator=estimator,
         )
-        made.append(writes.settings("micro", manifest_options))
+        made.append(writes.settings("micro", options.manifest_record()))
         return runner.file_worker(items, inputs, writes, made[0], analyze)
 
     report = Report(
