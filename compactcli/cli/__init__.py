@@ -136,6 +136,13 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
     ctx.obj = settings
     name = ctx.invoked_subcommand
     command = ctx.command.get_command(ctx, name)
+    if settings.path is not None:
+        # Only runs with a settings file pay for importing every command (their options are the keys).
+        group = ctx.command
+        others = [other for other in group.list_commands(ctx) if other != "config"]  # type: ignore[attr-defined]
+        config.refuse_unknown(settings, {other: group.get_command(ctx, other) for other in others})  # type: ignore[attr-defined]
+        if not (config_path or os.environ.get(config.CONFIG_ENV)):
+            click.echo(f"compactcli: settings from {settings.path}", err=True)
     ctx.default_map = {name: config.defaults_for(settings, name, command)}
     _start_up_done()
 

@@ -388,6 +388,19 @@ class SummarizerSettings:
         )
 
 
+def say_api_counting(command: str, summarizer: Summarizer, method: str, redact: bool, quiet: bool) -> None:
+    """An offline summarizer whose token counts come from the API: stderr says the API is called, so that
+    "--backend digest" is not taken for "nothing leaves the machine" (docs/design.md, "Secrets")."""
+    if method != "api" or summarizer.name == "anthropic" or quiet:
+        return
+    what = "redacted" if redact else "not redacted (--no-redact)"
+    click.echo(
+        f"{command}: the {summarizer.name} backend is offline, but token counts by the api method call the "
+        f"Anthropic API (count_tokens), which is sent the transcript, {what}",
+        err=True,
+    )
+
+
 def keep_user_messages_option() -> Callable:
     """What follows each summary (summarize, and replay's simulated compactions)."""
     return click.option(

@@ -21,6 +21,7 @@ from compactcli.cli.options import (
     micro_options,
     micro_settings,
     on_invalid_option,
+    say_api_counting,
     summarizer_options,
 )
 from compactcli.core.constants import DEFAULT_THRESHOLD, DEFAULT_THRESHOLDS, STDIN
@@ -301,6 +302,8 @@ def replay(
     report = Report("replay", figures, output_format=output_format, quiet=True, stdout_has_data=output == "-")
     backend, model = summarizer_settings.backend, summarizer_settings.model
     summarizer = summarizer_settings.make()
+    redact = not summarizer_settings.no_redact
+    say_api_counting("replay", summarizer, estimator, redact, quiet)
     if backend == "auto" and not quiet:
         why = "an API key is set" if summarizer.name == "anthropic" else "no API key or auth token is set"
         click.echo(f"replay: summarizer {summarizer.name} (--backend auto: {why})", err=True)
@@ -311,7 +314,7 @@ def replay(
         with ExitStack() as stack:
             source = Source(path, stack)
             chosen = source.dialect(dialect)
-            count = ContextSize(chosen, estimator, model=model, cache=_cache(estimator))
+            count = ContextSize(chosen, estimator, model=model, cache=_cache(estimator), redact=redact)
             if what_if:
                 rows = []
                 for limit, keep in combos:
@@ -444,6 +447,8 @@ def _compare(
     figures = compare_file.CompareFigures()
     report = Report("replay", figures, output_format=output_format, quiet=True)
     summarizer = summarizer_settings.make()
+    redact = not summarizer_settings.no_redact
+    say_api_counting("replay", summarizer, settings.estimator, redact, quiet)
     plan = runs(settings.thresholds)
     if summarizer.name == "anthropic" and not quiet:
         click.echo(f"replay: {len(plan)} runs; each makes its own summarizer API calls", err=True)
@@ -452,7 +457,11 @@ def _compare(
             source = Source(settings.path, stack)
             chosen = source.dialect(settings.dialect)
             count = ContextSize(
-                chosen, settings.estimator, model=summarizer_settings.model, cache=_cache(settings.estimator)
+                chosen,
+                settings.estimator,
+                model=summarizer_settings.model,
+                cache=_cache(settings.estimator),
+                redact=redact,
             )
             rows = compare_file.compare(
                 source,

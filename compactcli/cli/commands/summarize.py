@@ -15,6 +15,7 @@ from compactcli.cli.options import (
     gather_options,
     input_options,
     keep_user_messages_option,
+    say_api_counting,
     summarizer_options,
     write_options,
 )
@@ -231,6 +232,9 @@ def summarize(
     preview = writes.preview
     summarizer = summarizer_settings.make()
     _check_backend(summarizer, summarizer_settings.backend, use_batch or batch_id, preview, inputs.quiet)
+    redact = not summarizer_settings.no_redact
+    if options.threshold is not None:
+        say_api_counting("summarize", summarizer, method, redact, inputs.quiet)
     manifest_options = _manifest_options(options, summarizer, summarizer_settings, method)
     settings = writes.settings("summarize", manifest_options)
     file_analyze = partial(
@@ -239,7 +243,7 @@ def summarize(
         summarizer=summarizer,
         fmt=inputs.dialect,
         on_invalid=inputs.on_invalid,
-        estimator=_estimator(method) if options.threshold is not None else None,
+        estimator=_estimator(method, redact) if options.threshold is not None else None,
     )
     if writes.output is not None and writes.archive_dir is None:
         file_analyze = _naming_the_input(file_analyze)
@@ -276,10 +280,10 @@ def summarize(
     raise SystemExit(report.finish())
 
 
-def _estimator(method: str):
+def _estimator(method: str, redact: bool):
     from compactcli.pipelines import context
 
-    return context.estimator(method)
+    return context.estimator(method, redact=redact)
 
 
 def _naming_the_input(analyze: Callable[..., SummaryEdit]) -> Callable[..., SummaryEdit]:
