@@ -141,7 +141,8 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
         group = ctx.command
         others = [other for other in group.list_commands(ctx) if other != "config"]  # type: ignore[attr-defined]
         config.refuse_unknown(settings, {other: group.get_command(ctx, other) for other in others})  # type: ignore[attr-defined]
-        if not (config_path or os.environ.get(config.CONFIG_ENV)):
+        # Found by search, the file in force is named (`config` names it on stdout itself).
+        if not (config_path or os.environ.get(config.CONFIG_ENV)) and name != "config":
             click.echo(f"compactcli: settings from {settings.path}", err=True)
     ctx.default_map = {name: config.defaults_for(settings, name, command)}
     _start_up_done()
