@@ -147,17 +147,27 @@ def _preview(item: str, source: BinaryIO, edit: Edit, settings: FileSettings) ->
     status, code = (WOULD_CHANGE, errors.CHECK_FAILED if settings.check else errors.OK)
     if not edit.changed:
         status, code = UNCHANGED, errors.OK
-    text: list[str] = []
+    stats = dict(edit.stats)
+    # The two previews are kept apart: the --dry-run list is a report (text lines, or `changes` in the
+    # JSON object), the --diff is data for stdout; the report tells each where it goes.
     if edit.changed and settings.dry_run:
         source.seek(0)
-        text.extend(edit.describe(source))
+        stats["changes"] = [_change(line, item) for line in edit.describe(source)]
     if edit.changed and settings.diff:
         source.seek(0)
-        text.extend(edit.diff(source, item))
-    stats = dict(edit.stats)
-    if text:
-        stats["preview"] = "".join(line if line.endswith("\n") else line + "\n" for line in text)
+        stats["preview"] = "".join(
+            line if line.endswith("\n") else line + "\n" for line in edit.diff(source, item)
+        )
     return Outcome(item, status, code, stats=stats)
+
+
+def _change(line: str, item: str) -> dict:
+    """One --dry-run line (`path:line: what`, or `path: what`) as the JSON object's `line` and `change`."""
+    rest = line[len(item) + 1 :] if line.startswith(item + ":") else line
+    number, sep, what = rest.partition(":")
+    if sep and number.isdigit():
+        return {"line": int(number), "change": what.strip()}
+    return {"line": None, "change": rest.strip()}
 
 
 def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -> Outcome:

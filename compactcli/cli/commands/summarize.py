@@ -251,7 +251,7 @@ def summarize(
         quiet=inputs.quiet,
         check=writes.check,
         preview=preview,
-        stdout_has_data=runner.stdout_carries_data(items, writes.output),
+        stdout_has_data=runner.stdout_carries_data(items, writes.output, writes.diff),
     )
     on_outcome = _reporting(report, options, inputs, writes, items)
     if (use_batch or batch_id) and not preview:
