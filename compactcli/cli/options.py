@@ -102,7 +102,8 @@ class OutputFormat(click.Choice):
         return super().convert(value, param, ctx)
 
 
-def _format_option_list(formats: tuple[str, ...]) -> list:
+def _format_option_list(formats: tuple[str, ...], dialect: bool = True) -> list:
+    """--format and --json; `dialect`: the command has --dialect too, which the help points to."""
     return [
         click.option(
             "--format",
@@ -110,7 +111,7 @@ def _format_option_list(formats: tuple[str, ...]) -> list:
             type=OutputFormat(formats),
             default=formats[0],
             show_default=True,
-            help="Output format (stdout); --dialect names the input's.",
+            help="Output format (stdout)" + ("; --dialect names the input's." if dialect else "."),
         ),
         click.option(
             "--json", "as_json", is_flag=True, help="--format json: one JSON object per file (stdout)."
@@ -135,10 +136,10 @@ def _with_output_format(func: Callable) -> Callable:
     return wrapper
 
 
-def format_options(formats: tuple[str, ...]) -> Callable:
+def format_options(formats: tuple[str, ...], *, dialect: bool = True) -> Callable:
     """--format (the first of `formats` is the default) and --json (= --format json), passed on as one
-    `output_format` value."""
-    return lambda func: _decorated(_with_output_format(func), _format_option_list(formats))
+    `output_format` value; `dialect=False` for a command without --dialect."""
+    return lambda func: _decorated(_with_output_format(func), _format_option_list(formats, dialect))
 
 
 def dialect_option(help: str = "Transcript dialect (default: detected per file).") -> Callable:

@@ -199,6 +199,18 @@ class SummaryEdit:
     def close(self) -> None:
         pass
 
+    def gate(self, source: BinaryIO, written: str) -> str | None:
+        """--min-retention: why the new content must not replace the original (its retention is below
+        R), else None. Called by rewrite before the replacement: below R the original stays and its
+        archive goes (docs/design.md, "A summary below --min-retention is not applied")."""
+        if self.options.min_retention is None:
+            return None
+        from compactcli.pipelines.verify import measure_into
+
+        return measure_into(
+            self.stats, source, self.path, written, self.options.min_retention, self.on_invalid
+        )
+
     # -- 2. the summary --------------------------------------------------------------------------
 
     def summarized_messages(self, source: BinaryIO) -> Iterator[dict]:

@@ -101,9 +101,9 @@ def write_manifest(outcomes: list[Outcome], writes: Writes, settings) -> None:
     output_dir.write_manifest(writes.output_dir, outcomes, settings.command, settings.options)
 
 
-def stdout_carries_data(items: list[str], output: str | None) -> bool:
-    """Whether results go to stdout (then --json reports go to stderr)."""
-    return output == STDIN or (STDIN in items and output is None)
+def stdout_carries_data(items: list[str], output: str | None, diff: bool = False) -> bool:
+    """Whether results or a --diff go to stdout (then --json reports go to stderr)."""
+    return diff or output == STDIN or (STDIN in items and output is None)
 
 
 def discover(paths: Iterable[str], glob: str, archive_dir: Path | None = None) -> list[str]:

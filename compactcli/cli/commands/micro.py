@@ -108,7 +108,7 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
         quiet=inputs.quiet,
         check=writes.check,
         preview=writes.preview,
-        stdout_has_data=runner.stdout_carries_data(items, writes.output),
+        stdout_has_data=runner.stdout_carries_data(items, writes.output, writes.diff),
     )
     # Only "unchanged" is remembered: a file micro changes is read once more, and remembered then.
     # Results that go elsewhere (-o, --output-dir) must be written: no cache there. The options are

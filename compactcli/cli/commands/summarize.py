@@ -255,7 +255,7 @@ def summarize(
         quiet=inputs.quiet,
         check=writes.check,
         preview=preview,
-        stdout_has_data=runner.stdout_carries_data(items, writes.output),
+        stdout_has_data=runner.stdout_carries_data(items, writes.output, writes.diff),
     )
     on_outcome = _reporting(report, options, inputs, writes, items)
     if (use_batch or batch_id) and not preview:
@@ -351,12 +351,20 @@ def _reporting(
     from compactcli.pipelines.verify import verifying
 
     return verifying(
-        report.done,
+        partial(_telling_refusals, report.done),
         output=writes.output,
         min_retention=options.min_retention,
         fmt=inputs.dialect,
         on_invalid=inputs.on_invalid,
     )
+
+
+def _telling_refusals(done: Callable[[Outcome], None], outcome: Outcome) -> None:
+    """`done`, and on stderr why a file below --min-retention was left as it was (told as an error is,
+    -q or not: it fails the run)."""
+    done(outcome)
+    if outcome.status == UNCHANGED and outcome.exit_code == CHECK_FAILED and outcome.message:
+        click.echo(outcome.message, err=True)
 
 
 def _backend_line(requested: str, summarizer) -> str:
