@@ -308,6 +308,14 @@ class PiDialect(Dialect):
             )
         )
 
+    def call_id(self, record: dict) -> object:
+        """Each assistant message is one model call: its entry's id (version 1: its timestamp)."""
+        message = entry_message(record)
+        if message is None or message.get("role") != "assistant":
+            return None
+        own = record.get("id")
+        return own if isinstance(own, str) else f"at:{message.get('timestamp')}"
+
     def compaction(self, record: dict) -> str | None:
         return SUMMARY if record.get("type") == "compaction" else None
 
