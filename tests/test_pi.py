@@ -64,7 +64,7 @@ def test_the_path_from_the_last_entry_leaves_an_abandoned_branch_out():
         user("u3", "a1", "asked again"),  # 6: a sibling of u2
         assistant("a3", "u3", {"type": "text", "text": "kept"}, stop="stop"),  # 7
     ]
-    assert order_of(records) == [2, 3, 6, 7]
+    assert order_of(records) == [1, 2, 3, 6, 7]  # the header first
 
 
 def test_the_last_compaction_comes_before_its_first_kept_entry_and_earlier_ones_go():
@@ -79,7 +79,7 @@ def test_the_last_compaction_comes_before_its_first_kept_entry_and_earlier_ones_
         entry("c2", "u3", "compaction", summary="s2", firstKeptEntryId="a2", tokensBefore=9),  # 8
         user("u4", "c2", "four"),  # 9
     ]
-    assert order_of(records) == [2, 3, 4, 8, 6, 7, 9]
+    assert order_of(records) == [1, 2, 3, 4, 8, 6, 7, 9]
 
 
 def test_a_version_1_compaction_names_its_first_kept_entry_by_index():
@@ -91,7 +91,7 @@ def test_a_version_1_compaction_names_its_first_kept_entry_by_index():
         {"type": "compaction", "timestamp": "t", "summary": "s", "firstKeptEntryIndex": 3, "tokensBefore": 1},
         {"type": "message", "timestamp": "t", "message": {"role": "user", "content": "three"}},
     ]
-    assert order_of(plain) == [2, 3, 5, 4, 6]
+    assert order_of(plain) == [1, 2, 3, 5, 4, 6]
 
 
 def test_a_file_starting_with_the_header_is_pi(tmp_path: Path):

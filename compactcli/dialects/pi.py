@@ -319,6 +319,9 @@ class PiDialect(Dialect):
     def compaction(self, record: dict) -> str | None:
         return SUMMARY if record.get("type") == "compaction" else None
 
+    def stays_on_top(self, record: dict) -> bool:
+        return is_header(record)  # pi reads a file only from its header, and resets one without it
+
     def new_order(self) -> PathOrder:
         return PathOrder()
 
@@ -429,10 +432,10 @@ class PiDialect(Dialect):
 class PathOrder:
     """The entries pi sends, in the order it sends them (docs/design.md, "pi sessions").
 
-    Fed every record in file order; `order()` is the path from the file's last entry to the root, in
-    root-first order, with the path's last compaction moved to just before the first entry it keeps
-    (pi sends the summary first) and earlier compactions left out (only the last one is sent). Entries
-    off the path (abandoned branches) and the header are no part of the conversation."""
+    Fed every record in file order; `order()` is the header (pi reads it first), then the path from the
+    file's last entry to the root, root first, with the path's last compaction moved to just before the
+    first entry it keeps (pi sends the summary first) and earlier compactions left out (only the last one
+    is sent). Entries off the path (abandoned branches) are no part of the conversation."""
 
     def __init__(self) -> None:
         self.lines: list[int] = []
@@ -441,11 +444,14 @@ class PathOrder:
         self.parents: list[str | None] = []
         self.kept: dict[int, str | None] = {}  # position of a compaction -> key of its first kept entry
         self.entries = 0  # entries read so far, the header included (a v1 compaction's index counts them)
+        self.header: tuple[int, int] | None = None  # (line, offset): first in the order, as pi reads it first
 
     def add(self, line: int, offset: int, record: dict) -> str:
         index = self.entries
         self.entries += 1
         if is_header(record):
+            if self.header is None and index == 0:
+                self.header = (line, offset)
             return MAIN
         own = record.get("id")
         key = own if isinstance(own, str) else f"#{index}"
@@ -499,7 +505,8 @@ class PathOrder:
         return rest[:before] + [compaction] + rest[before:]
 
     def order(self) -> list[tuple[int, int]]:
-        return [(self.lines[at], self.offsets[at]) for at in self.path()]
+        entries = [(self.lines[at], self.offsets[at]) for at in self.path()]
+        return ([self.header] if self.header is not None else []) + entries
 
     def in_file_order(self) -> bool:
         return self.path() == list(range(len(self.keys)))
