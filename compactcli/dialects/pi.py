@@ -208,6 +208,27 @@ def _tool_calls(message: dict | None) -> list[dict]:
     ]
 
 
+def scan_entry(record: dict) -> Scan:
+    """Dialect.scan of one entry, in one read of it (micro's first pass asks it of every record)."""
+    if record.get("type") != "message":
+        return NOTHING_SCANNED
+    message = record.get("message")
+    if type(message) is not dict:
+        return NOTHING_SCANNED
+    role = message.get("role")
+    if role == "toolResult":
+        return (), [ToolResult(message.get("toolCallId"), -1, result_content(message.get("content")))]
+    content = message.get("content") if role == "assistant" else None
+    if type(content) is not list:
+        return NOTHING_SCANNED
+    uses = [
+        ToolUse(block["id"], str(block.get("name", "unknown")))
+        for block in content
+        if type(block) is dict and block.get("type") == "toolCall" and type(block.get("id")) is str
+    ]
+    return uses, ()
+
+
 def _images(record: dict) -> list[dict]:
     message = entry_message(record)
     content = (
@@ -259,10 +280,7 @@ class PiDialect(Dialect):
         return message is not None and message.get("role") == "user"
 
     def scan(self, record: dict) -> Scan:
-        message = entry_message(record)
-        if message is None:
-            return NOTHING_SCANNED
-        return list(self.tool_uses(record)), self.tool_results(record)
+        return scan_entry(record)
 
     def tool_uses(self, record: dict) -> Iterator[ToolUse]:
         for call in _tool_calls(entry_message(record)):
@@ -291,22 +309,24 @@ class PiDialect(Dialect):
 
     def usage(self, record: dict) -> dict | None:
         """pi's usage ({input, output, cacheRead, cacheWrite, totalTokens}), Anthropic-shaped."""
-        message = entry_message(record)
-        if message is None or message.get("role") != "assistant" or self.is_synthetic(record):
+        message = record.get("message") if record.get("type") == "message" else None
+        if type(message) is not dict or message.get("role") != "assistant":
             return None
         usage = message.get("usage")
-        if not isinstance(usage, dict):
+        if type(usage) is not dict or message.get("stopReason") in NOT_SENT_STOPS:
             return None
-        numbers = [usage.get(key) for key in ("input", "cacheWrite", "cacheRead", "output")]
-        if not all(isinstance(n, int) for n in numbers) or not any(numbers):
+        given, written, read, output = (usage.get("input"), usage.get("cacheWrite"), usage.get("cacheRead"),
+                                        usage.get("output"))  # fmt: skip
+        if not (type(given) is int and type(written) is int and type(read) is int and type(output) is int):
             return None
-        return dict(
-            zip(
-                ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"),
-                numbers,
-                strict=True,
-            )
-        )
+        if not (given or written or read or output):
+            return None
+        return {
+            "input_tokens": given,
+            "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read,
+            "output_tokens": output,
+        }
 
     def call_id(self, record: dict) -> object:
         """Each assistant message is one model call: its entry's id (version 1: its timestamp)."""
@@ -429,6 +449,9 @@ class PiDialect(Dialect):
         ]
 
 
+_NO_PARENT = object()  # an entry without parentId (version 1)
+
+
 class PathOrder:
     """The entries pi sends, in the order it sends them (docs/design.md, "pi sessions").
 
@@ -449,18 +472,20 @@ class PathOrder:
     def add(self, line: int, offset: int, record: dict) -> str:
         index = self.entries
         self.entries += 1
-        if is_header(record):
+        get = record.get
+        kind = get("type")
+        if kind == "session" and type(get("id")) is str:  # the header
             if self.header is None and index == 0:
                 self.header = (line, offset)
             return MAIN
-        own = record.get("id")
-        key = own if isinstance(own, str) else f"#{index}"
-        if "parentId" in record:
-            parent = record["parentId"]
-            parent = parent if isinstance(parent, str) else None
-        else:  # version 1: the entry before
+        own = get("id")
+        key = own if type(own) is str else f"#{index}"
+        parent = get("parentId", _NO_PARENT)
+        if parent is _NO_PARENT:  # version 1: the entry before
             parent = self.keys[-1] if self.keys else None
-        if record.get("type") == "compaction":
+        elif type(parent) is not str:
+            parent = None
+        if kind == "compaction":
             first = record.get("firstKeptEntryId")
             at = record.get("firstKeptEntryIndex")
             self.kept[len(self.keys)] = (
@@ -473,7 +498,7 @@ class PathOrder:
         return MAIN
 
     def add_scan(self, line: int, offset: int, record: dict) -> tuple[str, Scan]:
-        return self.add(line, offset, record), PI.scan(record)
+        return self.add(line, offset, record), scan_entry(record)
 
     def path(self) -> list[int]:
         if not self.keys:
