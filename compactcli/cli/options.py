@@ -266,7 +266,7 @@ def micro_options(
             "--preserve",
             multiple=True,
             metavar="TOOL",
-            help="Tool whose results are kept (repeatable; replaces the default read_file, Read).",
+            help="Tool whose results are kept (repeatable; replaces the default read_file, Read, read).",
         ),
         click.option("--no-preserve", is_flag=True, help="Preserve no tool."),
         click.option(

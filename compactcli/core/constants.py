@@ -13,7 +13,7 @@ ON_INVALID = ("error", "keep")
 
 # micro (layers/micro.py)
 DEFAULT_PLACEHOLDER = "[Previous: used {tool_name}]"
-DEFAULT_PRESERVE = frozenset({"read_file", "Read"})
+DEFAULT_PRESERVE = frozenset({"read_file", "Read", "read"})  # read: pi's read tool
 
 # token counting (context.py)
 METHODS = ("auto", "seed", "heuristic", "api", "usage")
