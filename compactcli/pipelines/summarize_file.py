@@ -233,6 +233,13 @@ class SummaryEdit:
         calls = getattr(self.summarizer, "calls", None)
         if calls is not None:
             self.stats["api_calls"] = calls
+        usage = getattr(self.summarizer, "usage", None)
+        if usage is not None and usage.requests:
+            self.stats["model"] = self.summarizer.model
+            self.stats["input_tokens"] = usage.input_tokens
+            self.stats["output_tokens"] = usage.output_tokens
+            # "server": every request's tokens as the server counted them; else some are estimated.
+            self.stats["tokens_from"] = "estimate" if usage.estimated else "server"
 
     def set_summary(self, text: str, backend: str, redactions: dict[str, int]) -> None:
         if getattr(self.summarizer, "redact", True):

@@ -38,17 +38,23 @@ written beside it, unless --archive-dir asks for a copy there. Stdin is archived
 
 \b
 Backends (--backend):
-  anthropic  a model, through the Messages API: --model, else
-             $COMPACTCLI_MODEL, else $MODEL_ID, else {DEFAULT_MODEL};
-             ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL.
-             Transcripts over --max-input-tokens are summarized in parts,
-             then combined; the task (the first user message) goes with
-             every part.
-  digest     offline and deterministic: the task, later user messages,
-             files read / written / edited, the last commands, errors
-             met, the last assistant message.
-  auto       anthropic when a key or token is set, else digest (stderr
-             says which).
+  anthropic    the Messages API: --model, else $COMPACTCLI_MODEL, else
+               $MODEL_ID, else {DEFAULT_MODEL}; ANTHROPIC_API_KEY or
+               ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL.
+  openai       any OpenAI-compatible server (Ollama, vLLM, llama.cpp,
+               LM Studio, LiteLLM, OpenRouter, OpenAI): --base-url or
+               $OPENAI_BASE_URL, --model (required), OPENAI_API_KEY if the
+               server wants one. Needs compactcli[openai].
+  claude-code  your own `claude` (Claude Code) in print mode, with its
+               login: no tools, no session saved, in an empty folder.
+  codex        your own `codex exec`, with its login, read-only sandbox.
+  digest       offline and deterministic: the task, later user messages,
+               files read / written / edited, the last commands, errors
+               met, the last assistant message.
+  auto         anthropic when a key or token is set, else digest (stderr
+               says which).
+With a model, transcripts over --max-input-tokens are summarized in parts,
+then combined; the task (the first user message) goes with every part.
 
 Secrets (API keys, tokens, private keys, passwords in URLs, ...) become [REDACTED:<kind>] in what is
 sent and in the summary, unless --no-redact; the archive keeps the original.
@@ -306,16 +312,16 @@ def _check_backend(summarizer, requested: str, batch: object, preview: bool, qui
         raise click.UsageError(
             "--batch needs the anthropic backend (set ANTHROPIC_API_KEY or pass --backend)"
         )
-    from compactcli.backends.anthropic import have_credentials
+    from compactcli.core.errors import Unavailable
 
-    if summarizer.name == "anthropic" and not preview and not have_credentials():
-        # One error before any file is touched, not the same one for every file.
-        click.echo(
-            "error: --backend anthropic needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN in the environment "
-            "(--backend digest works offline); no file was changed",
-            err=True,
-        )
-        raise SystemExit(UNAVAILABLE)
+    ready = getattr(summarizer, "ready", None)
+    if ready is not None and not preview:
+        try:
+            ready()
+        except Unavailable as err:
+            # One error before any file is touched, not the same one for every file.
+            click.echo(f"error: {err}; no file was changed", err=True)
+            raise SystemExit(UNAVAILABLE) from None
     if not quiet and not preview:
         click.echo(f"summarize: backend {_backend_line(requested, summarizer)}", err=True)
 
@@ -327,6 +333,7 @@ def _manifest_options(
         "keep_last": options.keep_last,
         "backend": summarizer.name,
         "model": getattr(summarizer, "model", None),
+        "base_url": getattr(getattr(summarizer, "backend", None), "base_url", None),
         "focus": options.focus,
         "summary_tokens": settings.summary_tokens,
         "max_input_tokens": settings.max_input_tokens,
@@ -358,10 +365,8 @@ def _reporting(
 
 
 def _backend_line(requested: str, summarizer) -> str:
-    if summarizer.name == "anthropic":
-        text = f"anthropic (model {summarizer.model})"
-    else:
-        text = "digest (offline, no model)"
+    describe = getattr(summarizer, "describe", None)
+    text = describe() if describe is not None else "digest (offline, no model)"
     if requested == "auto":
         why = "an API key is set" if summarizer.name == "anthropic" else "no API key or auth token is set"
         text += f", chosen by --backend auto: {why}"
