@@ -94,9 +94,11 @@ class Usage:
     output_tokens: int = 0
     requests: int = 0
     estimated: int = 0  # requests whose server gave no usage: their tokens are the estimate
+    model: str | None = None  # the model that answered, when a reply said
 
     def add(self, system: str, user: str, reply: Reply) -> None:
         self.requests += 1
+        self.model = reply.model or self.model
         if reply.input_tokens is None or reply.output_tokens is None:
             self.estimated += 1
         sent = reply.input_tokens
@@ -130,7 +132,7 @@ class ModelSummarizer:
         return self.backend.name
 
     @property
-    def model(self) -> str:
+    def model(self) -> str | None:
         return self.backend.model
 
     @property

@@ -23,13 +23,14 @@ class Reply:
     input_tokens: int | None = None  # as the server counted them; None when it did not say
     output_tokens: int | None = None
     request_id: str | None = None
+    model: str | None = None  # the model that answered, when the reply says (an agent CLI's default)
 
 
 class Backend(Protocol):
     """What `--backend NAME` makes (registered in compactcli.backends.MODEL_BACKENDS)."""
 
     name: str  # what --backend calls it
-    model: str  # what the summary line, the JSON and the manifest name; what pricing looks up
+    model: str | None  # what the summary line, the JSON and the manifest name (None: the program's default)
 
     def ready(self) -> None:
         """Raise Unavailable saying what to do when a request cannot work (no key, no program, no

@@ -235,7 +235,7 @@ class SummaryEdit:
             self.stats["api_calls"] = calls
         usage = getattr(self.summarizer, "usage", None)
         if usage is not None and usage.requests:
-            self.stats["model"] = self.summarizer.model
+            self.stats["model"] = usage.model or self.summarizer.model
             self.stats["input_tokens"] = usage.input_tokens
             self.stats["output_tokens"] = usage.output_tokens
             # "server": every request's tokens as the server counted them; else some are estimated.
