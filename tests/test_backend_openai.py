@@ -354,3 +354,43 @@ def test_a_server_that_is_down_is_named_by_its_url(transcript: tuple[Path, bytes
     url = down_url()
     done = run(url, "--model", MODEL, "--max-retries", "0", str(path), cwd=path.parent)
     _fails(done, path, original, f"cannot reach {url}", "is the server running")
+
+
+# ------------------------------------------------------------------------------ settings files
+
+
+def test_a_projects_settings_name_the_backend_model_and_server_once(api: FakeOpenAI, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.compactcli.summarize]\nbackend = "openai"\nmodel = "{MODEL}"\nbase-url = "{api.url}"\n'
+    )
+    path = tmp_path / "s.jsonl"
+    write(path, conversation())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    done = run_cli("summarize", str(path), cwd=tmp_path, text=True, env=env)
+    assert done.returncode == OK, done.stderr
+    assert f"backend openai (model {MODEL} at {api.url})" in done.stderr
+    [call] = api.calls()
+    assert call.body["model"] == MODEL
+    shown = run_cli("config", "--json", "summarize", cwd=tmp_path, text=True, env=env)
+    rows = {r["option"]: r for r in map(json.loads, shown.stdout.splitlines())}
+    where = f"{tmp_path / 'pyproject.toml'} [tool.compactcli.summarize]"
+    assert rows["--backend"]["value"] == "openai" and rows["--backend"]["source"] == where
+    assert rows["--base-url"]["value"] == api.url and rows["--base-url"]["source"] == where
+
+
+def test_the_environment_beats_the_file_and_the_command_line_beats_both(
+    api: FakeOpenAI, tmp_path: Path
+) -> None:
+    with FakeOpenAI() as other:
+        (tmp_path / "compactcli.toml").write_text(
+            f'[summarize]\nbackend = "openai"\nmodel = "{MODEL}"\nbase-url = "{down_url()}"\n'
+        )
+        path = tmp_path / "s.jsonl"
+        write(path, conversation())
+        done = run(api.url, str(path), cwd=tmp_path)  # $OPENAI_BASE_URL over the file's base-url
+        assert done.returncode == OK, done.stderr
+        assert len(api.calls()) == 1
+        write(path, conversation())
+        done = run(api.url, "--base-url", other.url, str(path), cwd=tmp_path)
+        assert done.returncode == OK, done.stderr
+        assert len(api.calls()) == 1 and len(other.calls()) == 1
