@@ -189,13 +189,18 @@ class SummarizeFigures(Figures):
             if "bytes_before" in stats:
                 detail.append(f"{stats['bytes_before']:,} -> {stats['bytes_after']:,} bytes")
             detail.append(f"{stats.get('redacted', 0)} secrets redacted")
+            if "input_tokens" in stats:
+                detail.append(_spent(stats))
             if stats.get("archive"):
                 detail.append(f"archive {stats['archive']}")
             return f"summarized {outcome.path} ({'; '.join(detail)})"
         if outcome.status == WOULD_CHANGE:
+            planned = stats.get("planned")
             return (
                 f"would summarize {outcome.path} ({stats.get('summarized', 0)} of {stats.get('messages', 0)} "
-                f"messages, ~{stats.get('tokens') or 0:,} tokens)"
+                f"messages, ~{stats.get('tokens') or 0:,} tokens"
+                + (f"; {_planned(planned)}" if planned else "")
+                + ")"
             )
         if outcome.status == UNCHANGED:
             reason = stats.get("reason")
@@ -206,6 +211,7 @@ class SummarizeFigures(Figures):
         line = super().summary(outcomes, preview)
         redacted = sum(o.stats.get("redacted", 0) for o in outcomes)
         line += f", {redacted} secrets redacted" if redacted else ""
+        line += _totals(outcomes, preview)
         retention = [o.stats["retention"] for o in outcomes if "retention" in o.stats]
         if retention:  # --verify
             below = sum(1 for o in outcomes if "retention" in o.stats and o.exit_code == CHECK_FAILED)
@@ -213,6 +219,51 @@ class SummarizeFigures(Figures):
                 f" ({below} below --min-retention)" if below else ""
             )
         return line
+
+
+def _planned(planned: dict) -> str:
+    from compactcli.pipelines.summarize_file import planned_text
+
+    return planned_text(planned)
+
+
+def _spent(stats: dict) -> str:
+    """`1,234 in + 56 out tokens (server), claude-sonnet-5-5, $0.0031`: a file's summary requests."""
+    text = (
+        f"{stats['input_tokens']:,} in + {stats['output_tokens']:,} out tokens ({stats.get('tokens_from')})"
+    )
+    if stats.get("model"):
+        text += f", {stats['model']}"
+    if "cost_usd" in stats:
+        text += f", ${stats['cost_usd']:.4f}"
+    return text
+
+
+def _totals(outcomes: list[Outcome], preview: bool) -> str:
+    """The run's tokens and cost after the counts: what was spent, or under a preview what would be."""
+    if preview:
+        plans = [o.stats["planned"] for o in outcomes if o.status == WOULD_CHANGE and "planned" in o.stats]
+        if not plans:
+            return ""
+        text = f"; would send ~{sum(p['input_tokens'] for p in plans):,} tokens"
+        priced = [p["max_cost_usd"] for p in plans if "max_cost_usd" in p]
+        if priced:
+            text += f", at most ${sum(priced):.4f}"
+            if len(priced) < len(plans):
+                text += f" ({len(plans) - len(priced)} unpriced)"
+        return text
+    spent = [o.stats for o in outcomes if "input_tokens" in o.stats]
+    if not spent:
+        return ""
+    estimated = sum(1 for s in spent if s.get("tokens_from") != "server")
+    sent, written = sum(s["input_tokens"] for s in spent), sum(s["output_tokens"] for s in spent)
+    text = f"; {sent:,} in + {written:,} out tokens" + (f" ({estimated} estimated)" if estimated else "")
+    priced = [s["cost_usd"] for s in spent if "cost_usd" in s]
+    if priced:
+        text += f", ${sum(priced):.4f}"
+        if len(priced) < len(spent):
+            text += f" ({len(spent) - len(priced)} unpriced)"
+    return text
 
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
