@@ -3,6 +3,7 @@ the file's text so that every other byte stays (docs/design.md, "Hooks")."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -175,10 +176,30 @@ def _without_ours(text: str, event: str) -> str:
 
 
 def planned_uninstall(hook: AgentHook, path: Path) -> Change:
+    """The file's text without compactcli's entry. When the file is exactly what the last install made of
+    its backup, that backup's text comes back (an empty `hooks` the user had stays); else the entry is
+    cut out, with the lists and objects it leaves empty."""
     before, root = _read(path)
     if root is None or before is None:
         return Change(path, before, before or "")
+    if not _handlers(before, root, hook.event):
+        return Change(path, before, before)
+    backups = sorted(path.parent.glob(f"{path.name}.compactcli-*.bak"))
+    if backups:
+        with contextlib.suppress(errors.CompactError, OSError):
+            earlier = backups[-1].read_text(encoding="utf-8")
+            handlers = [h for _, _, h in _handlers(before, root, hook.event)]
+            if len(handlers) == 1:
+                command = _command_of(handlers[0], hook)
+                if command and planned_install(hook, backups[-1], command).after == before:
+                    return Change(path, before, earlier)
     return Change(path, before, _without_ours(before, hook.event))
+
+
+def _command_of(handler: dict, hook: AgentHook) -> str | None:
+    """The executable an installed entry names (to redo that install on a backup)."""
+    words = shlex.split(str(handler.get("command", "")))
+    return words[0] if words and hook.entry(words[0]) == handler else None
 
 
 def installed(hook: AgentHook, path: Path) -> list[dict]:
