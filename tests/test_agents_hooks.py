@@ -12,6 +12,7 @@ import pytest
 from helpers.agents import agent_env, require_agent, run_agent
 from helpers.cli import run_cli
 from helpers.fakeapi import FakeAnthropic
+from helpers.fakeresponses import FakeResponses
 from test_agents_claude_code import (
     ORIGINAL,
     SECOND_TASK,
@@ -159,3 +160,66 @@ def test_a_session_another_writer_still_holds_is_left_untouched(claude: Path, tm
     assert not archives.exists() or list(archives.iterdir()) == []  # no archive, no manifest line
     hook_log = (home / ".cache" / "compactcli" / "hooks.log").read_text()
     assert f"{SESSION_ID} {log}: exit 75" in hook_log and "busy" in hook_log
+
+
+# ---------------------------------------------------------------- Codex
+
+
+@pytest.fixture
+def codex() -> Path:
+    return require_agent("codex", "COMPACTCLI_CODEX", "@openai/codex")
+
+
+def _wait_for(check, seconds: float = 40) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.2)
+    return check()
+
+
+def test_codex_notify_hook_compacts_the_rollout_once_codex_closed_it(codex: Path, tmp_path: Path) -> None:
+    import test_agents_codex as c
+
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    (project / "NOTES.md").write_text(
+        "".join(f"note {i}: the parser drops trailing commas\n" for i in range(30))
+    )
+    hook_log = home / ".cache" / "compactcli" / "hooks.log"
+    with FakeResponses() as api:
+        api.reply_items = c._play_steps
+        env = c._codex_env(home, api)  # writes config.toml; the hook goes in next
+        installed = run_cli("hooks", "install", "codex", env=env, text=True)
+        assert installed.returncode == 0, installed.stderr
+        assert "notify = [" in (home / "codex" / "config.toml").read_text()
+        task = [codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", c.TASK]
+        done = run_agent(task, cwd=project, env=env)
+        assert done.returncode == 0, done.stderr + done.stdout
+        rollout = c._rollout(home)
+        manifest = rollout.parent / ".transcripts" / "manifest.jsonl"
+        assert _wait_for(manifest.exists), hook_log.read_text() if hook_log.exists() else "no hook log"
+        outputs = {}
+        for line in rollout.read_text().splitlines():
+            payload = json.loads(line).get("payload") or {}
+            if payload.get("type") == "function_call_output":
+                outputs[payload["call_id"]] = payload["output"]
+        for call_id in ("call_01count", "call_02log"):  # micro's defaults keep the last three
+            assert c.PLACEHOLDER in str(outputs[call_id]), call_id
+        assert c.ORIGINAL["call_05status"] in str(outputs["call_05status"])
+        assert "codex agent-turn-complete" in hook_log.read_text()
+
+        api.reply_items = lambda body: [c.message(c.RESUMED_REPLY)]
+        before = len(api.calls())
+        resume = [codex, "exec", "--skip-git-repo-check", "resume", c._session_id(rollout), c.FOLLOW_UP]
+        done = run_agent(resume, cwd=project, env=env)
+        calls = api.calls()[before:]
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert calls and all(call.status == 200 for call in calls)
+        outputs = c._outputs(calls[0].body)
+        assert outputs["call_01count"] == c.PLACEHOLDER
+        assert c._calls(calls[0].body) == [step[0] for step in c.STEPS]
+        # The resumed turn's own notify compacts again in the background: wait for it to finish.
+        assert _wait_for(lambda: hook_log.read_text().count("codex agent-turn-complete") >= 2)

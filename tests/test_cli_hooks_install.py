@@ -150,7 +150,7 @@ def test_codex_hooks_json_gets_a_detached_entry_within_codexs_three_seconds(home
     codex.mkdir()
     own = '{\n  "hooks": {\n    "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]\n  }\n}\n'
     (codex / "hooks.json").write_text(own)
-    run = _hooks(home, "install", "codex")
+    run = _hooks(home, "install", "codex-hooks")
     assert run.returncode == 0, run.stderr
     assert "/hooks" in run.stderr  # Codex runs a new hook only once the user trusts it
     settings = json.loads((codex / "hooks.json").read_text())
@@ -158,6 +158,54 @@ def test_codex_hooks_json_gets_a_detached_entry_within_codexs_three_seconds(home
     (entry,) = _ours(settings)
     assert entry["command"].endswith(" hook --agent codex --detach") and entry["timeout"] == 3
     run = _hooks(home, "status")
-    assert "codex: installed in" in run.stdout
-    assert _hooks(home, "uninstall", "codex").returncode == 0
+    assert "codex-hooks: installed in" in run.stdout
+    assert _hooks(home, "uninstall", "codex-hooks").returncode == 0
     assert (codex / "hooks.json").read_text() == own
+
+
+CODEX_CONFIG = """# my Codex settings
+model = "gpt-5.1-codex"
+
+[model_providers.fake]
+name = "fake"
+"""
+
+
+def test_codex_notify_goes_into_config_toml_before_its_tables_and_comes_out_again(home: Path) -> None:
+    import tomllib
+
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(CODEX_CONFIG)
+    run = _hooks(home, "install", "codex")
+    assert run.returncode == 0, run.stderr
+    text = config.read_text()
+    settings = tomllib.loads(text)
+    assert settings["notify"] == [compactcli_command()[0], "hook", "--agent", "codex", "--detach"]
+    assert settings["model"] == "gpt-5.1-codex" and settings["model_providers"] == {"fake": {"name": "fake"}}
+    assert text.startswith('# my Codex settings\nmodel = "gpt-5.1-codex"\n\nnotify = [')
+    assert _hooks(home, "install", "codex").returncode == 0
+    assert config.read_text() == text  # idempotent
+    assert "codex: installed in" in _hooks(home, "status").stdout
+    assert _hooks(home, "uninstall", "codex").returncode == 0
+    assert config.read_text() == CODEX_CONFIG
+
+
+def test_codex_notify_of_another_program_is_left_alone(home: Path) -> None:
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    own = 'notify = ["notify-send", "Codex"]\n' + CODEX_CONFIG
+    config.write_text(own)
+    run = _hooks(home, "install", "codex")
+    assert run.returncode == 1
+    assert "notify already runs" in run.stderr and str(config) in run.stderr
+    assert config.read_text() == own
+
+
+def test_codex_config_that_is_not_toml_is_refused(home: Path) -> None:
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("model = \n")
+    run = _hooks(home, "install", "codex")
+    assert run.returncode == 65 and str(config) in run.stderr
+    assert config.read_text() == "model = \n"

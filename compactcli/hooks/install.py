@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from compactcli.core import errors
-from compactcli.hooks import jsontext
+from compactcli.hooks import codex_notify, jsontext
 from compactcli.hooks.payload import codex_home
 
 
@@ -29,25 +29,32 @@ class AgentHook:
     event: str
     timeout: int  # seconds the agent lets the hook run
     detach: bool  # the agent allows less than a compaction may take: the hook returns at once
+    kind: str = "hooks-json"  # or "codex-notify": the `notify` program of Codex's config.toml
 
     def settings_file(self, project: Path | None) -> Path:
         if self.agent == "claude-code":
             return (project / ".claude" if project else Path.home() / ".claude") / "settings.json"
-        return (project / ".codex" if project else codex_home()) / "hooks.json"
+        folder = project / ".codex" if project else codex_home()
+        return folder / ("config.toml" if self.kind == "codex-notify" else "hooks.json")
+
+    def words(self, executable: str) -> list[str]:
+        agent = "codex" if self.agent.startswith("codex") else self.agent
+        return [executable, "hook", "--agent", agent] + (["--detach"] if self.detach else [])
 
     def entry(self, executable: str) -> dict:
-        command = f"{shlex.quote(executable)} hook --agent {self.agent}" + (
-            " --detach" if self.detach else ""
-        )
+        command = " ".join(shlex.quote(word) for word in self.words(executable))
         return {"type": "command", "command": command, "timeout": self.timeout}
 
 
 # Claude Code cancels a SessionEnd hook after 1.5 s unless its entry sets `timeout` (seconds, at most 60):
-# this one waits for the hook, whose own budget (`hook --timeout`, 5 s) is well inside it. Codex caps
-# SessionEnd hooks at 3 s during its teardown, so its entry hands the work to a detached process.
+# this one waits for the hook, whose own budget (`hook --timeout`, 5 s) is well inside it. Codex runs its
+# `notify` program after each turn, while it still holds the rollout open, and without waiting for it: the
+# hook detaches, and its background process compacts the rollout once Codex has closed it. Codex's
+# hooks.json SessionEnd runs only once the user trusts it, capped at 3 s during teardown: detached too.
 AGENTS = {
     "claude-code": AgentHook("claude-code", "SessionEnd", 30, detach=False),
-    "codex": AgentHook("codex", "SessionEnd", 3, detach=True),
+    "codex": AgentHook("codex", "notify", 0, detach=True, kind="codex-notify"),
+    "codex-hooks": AgentHook("codex-hooks", "SessionEnd", 3, detach=True),
 }
 
 _OURS = re.compile(r"(^|[/'\"\s])compactcli['\"]?\s+hook(\s|$)")
@@ -119,6 +126,8 @@ def _handlers(text: str, root: jsontext.Node, event: str) -> list[tuple[int, int
 
 def planned_install(hook: AgentHook, path: Path, command: str) -> Change:
     """The file's text with compactcli's entry (unchanged when it is there already)."""
+    if hook.kind == "codex-notify":
+        return Change(path, *codex_notify.planned_install(path, hook.words(command)))
     before, root = _read(path)
     entry = hook.entry(command)
     group = {"hooks": [entry]}
@@ -179,31 +188,46 @@ def planned_uninstall(hook: AgentHook, path: Path) -> Change:
     """The file's text without compactcli's entry. When the file is exactly what the last install made of
     its backup, that backup's text comes back (an empty `hooks` the user had stays); else the entry is
     cut out, with the lists and objects it leaves empty."""
-    before, root = _read(path)
-    if root is None or before is None:
-        return Change(path, before, before or "")
-    if not _handlers(before, root, hook.event):
-        return Change(path, before, before)
+    if hook.kind == "codex-notify":
+        before, present = codex_notify.read(path)
+        if present is None:
+            return Change(path, before, before or "")
+        handlers = [{"command": " ".join(present)}]
+    else:
+        before, root = _read(path)
+        if root is None or before is None:
+            return Change(path, before, before or "")
+        handlers = [h for _, _, h in _handlers(before, root, hook.event)]
+        if not handlers:
+            return Change(path, before, before)
     backups = sorted(path.parent.glob(f"{path.name}.compactcli-*.bak"))
     if backups:
         with contextlib.suppress(errors.CompactError, OSError):
             earlier = backups[-1].read_text(encoding="utf-8")
-            handlers = [h for _, _, h in _handlers(before, root, hook.event)]
             if len(handlers) == 1:
                 command = _command_of(handlers[0], hook)
                 if command and planned_install(hook, backups[-1], command).after == before:
                     return Change(path, before, earlier)
+    if hook.kind == "codex-notify":
+        return Change(path, before, codex_notify.without(before))
     return Change(path, before, _without_ours(before, hook.event))
 
 
 def _command_of(handler: dict, hook: AgentHook) -> str | None:
     """The executable an installed entry names (to redo that install on a backup)."""
     words = shlex.split(str(handler.get("command", "")))
-    return words[0] if words and hook.entry(words[0]) == handler else None
+    if not words:
+        return None
+    if hook.kind == "codex-notify":
+        return words[0] if hook.words(words[0]) == words else None
+    return words[0] if hook.entry(words[0]) == handler else None
 
 
 def installed(hook: AgentHook, path: Path) -> list[dict]:
     """compactcli's handlers in the file (BadInput if it cannot be parsed)."""
+    if hook.kind == "codex-notify":
+        present = codex_notify.read(path)[1]
+        return [{"command": " ".join(shlex.quote(w) for w in present)}] if present else []
     text, root = _read(path)
     return [value for _, _, value in _handlers(text, root, hook.event)] if text and root else []
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 AGENT_NAMES = ("claude-code", "codex")
+INSTALL_AGENTS = ("claude-code", "codex", "codex-hooks")
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -101,11 +102,18 @@ def _fail(exc) -> None:
 
 
 @hooks.command()
-@click.argument("agent", type=click.Choice(AGENT_NAMES))
+@click.argument("agent", type=click.Choice(INSTALL_AGENTS))
 @_project
 @click.option("--dry-run", is_flag=True, help="Change nothing; show the diff.")
 def install(agent, project, dry_run):
-    """Add compactcli's hook to AGENT's settings (a backup first; a second install changes nothing)."""
+    """Add compactcli's hook to AGENT's settings (a backup first; a second install changes nothing).
+
+    \b
+    claude-code  a SessionEnd hook in ~/.claude/settings.json (--project: DIR/.claude/settings.json)
+    codex        Codex's notify program in $CODEX_HOME/config.toml (default ~/.codex): after each turn;
+                 the rollout is compacted once Codex has closed it
+    codex-hooks  a SessionEnd hook in $CODEX_HOME/hooks.json; Codex runs it once trusted in /hooks
+    """
     from compactcli.core import errors
     from compactcli.hooks import install as hooks_install
 
@@ -116,12 +124,12 @@ def install(agent, project, dry_run):
         _write(change, dry_run, f"installed in {path}", f"already installed in {path}")
     except errors.CompactError as exc:
         _fail(exc)
-    if agent == "codex" and change.changed and not dry_run:
+    if agent == "codex-hooks" and change.changed and not dry_run:
         click.echo("Codex runs a new hook once it is trusted: open /hooks in Codex and trust it.", err=True)
 
 
 @hooks.command()
-@click.argument("agent", type=click.Choice(AGENT_NAMES))
+@click.argument("agent", type=click.Choice(INSTALL_AGENTS))
 @_project
 @click.option("--dry-run", is_flag=True, help="Change nothing; show the diff.")
 def uninstall(agent, project, dry_run):
