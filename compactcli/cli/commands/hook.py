@@ -54,8 +54,9 @@ def hook(ctx, payload, agent, command, timeout, detach, wait, background):
     wrong goes to the hook log in the cache folder and, in one line, to stderr.
 
     \b
-    Installed by:
+    Examples:
       compactcli hooks install claude-code
+      echo '{"session_id": "s1", "transcript_path": "s1.jsonl", "hook_event_name": "Stop"}' | compactcli hook
     """
     from compactcli.hooks import session
 
@@ -85,7 +86,15 @@ def hook(ctx, payload, agent, command, timeout, detach, wait, background):
 
 @click.group()
 def hooks():
-    """Install, remove or show compactcli's hook in the agents' settings."""
+    """Install, remove or show compactcli's hook in the agents' settings.
+
+    \b
+    Examples:
+      compactcli hooks install claude-code --dry-run
+      compactcli hooks install codex
+      compactcli hooks status
+      compactcli hooks uninstall codex
+    """
 
 
 _project = click.option(
