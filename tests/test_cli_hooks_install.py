@@ -209,3 +209,13 @@ def test_codex_config_that_is_not_toml_is_refused(home: Path) -> None:
     run = _hooks(home, "install", "codex")
     assert run.returncode == 65 and str(config) in run.stderr
     assert config.read_text() == "model = \n"
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "codex-hooks"])
+def test_uninstall_where_nothing_is_installed_writes_nothing(home: Path, agent: str) -> None:
+    run = _hooks(home, "uninstall", agent)
+    assert run.returncode == 0 and "not installed" in run.stderr
+    assert not (home / ".claude").exists() and not (home / ".codex").exists()
+    path = _settings(home)
+    run = _hooks(home, "uninstall", "claude-code")
+    assert path.read_text() == CLAUDE_SETTINGS and list(path.parent.glob("*.bak")) == []

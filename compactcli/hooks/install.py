@@ -78,7 +78,7 @@ def executable() -> str:
 class Change:
     path: Path
     before: str | None  # None: the file does not exist
-    after: str
+    after: str | None  # None: nor will it
 
     @property
     def changed(self) -> bool:
@@ -86,7 +86,7 @@ class Change:
 
     def diff(self) -> str:
         old = (self.before or "").splitlines(keepends=True)
-        new = self.after.splitlines(keepends=True)
+        new = (self.after or "").splitlines(keepends=True)
         return "".join(difflib.unified_diff(old, new, f"{self.path} (now)", f"{self.path} (new)"))
 
 
@@ -191,12 +191,12 @@ def planned_uninstall(hook: AgentHook, path: Path) -> Change:
     if hook.kind == "codex-notify":
         before, present = codex_notify.read(path)
         if present is None:
-            return Change(path, before, before or "")
+            return Change(path, before, before)
         handlers = [{"command": " ".join(present)}]
     else:
         before, root = _read(path)
         if root is None or before is None:
-            return Change(path, before, before or "")
+            return Change(path, before, before)
         handlers = [h for _, _, h in _handlers(before, root, hook.event)]
         if not handlers:
             return Change(path, before, before)
@@ -252,7 +252,7 @@ def apply(change: Change) -> Path | None:
         fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(change.after)
+                f.write(change.after or "")
                 f.flush()
                 os.fsync(f.fileno())
             os.chmod(temp, mode)
