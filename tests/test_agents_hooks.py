@@ -223,3 +223,31 @@ def test_codex_notify_hook_compacts_the_rollout_once_codex_closed_it(codex: Path
         assert c._calls(calls[0].body) == [step[0] for step in c.STEPS]
         # The resumed turn's own notify compacts again in the background: wait for it to finish.
         assert _wait_for(lambda: hook_log.read_text().count("codex agent-turn-complete") >= 2)
+
+
+def test_a_hook_that_would_overrun_returns_in_time_and_leaves_the_file(claude: Path, tmp_path: Path) -> None:
+    """A sub-agent file far too large for the budget that the project's settings give the hook."""
+    from helpers import bigfile
+
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    log = _record(claude, home, project)
+    (project / "compactcli.toml").write_text("[hook]\ntimeout = 0.3\n")
+    assert run_cli("hooks", "install", "claude-code", env=agent_env(home)).returncode == 0
+    subagents = log.parent / SESSION_ID / "subagents"
+    subagents.mkdir(parents=True)
+    big = subagents / "agent-b16f11e.jsonl"
+    original, _ = bigfile.write(
+        big, "claude-code", turns=bigfile.turns_for(120_000_000, 4000), result_chars=4000
+    )
+
+    _, _, took = _resume(claude, home, project, SECOND_TASK)
+
+    assert big.read_bytes() == original
+    assert [p.name for p in subagents.iterdir()] == [big.name]  # no temp file, no archive folder
+    hook_log = (home / ".cache" / "compactcli" / "hooks.log").read_text()
+    assert "gave up after 0.3s; the session is left as it was" in hook_log
+    seconds = float(hook_log.split(": exit 75 in ")[1].split("s:")[0])
+    assert seconds < 0.3 + 2.0 + 1.0, seconds  # the budget, SIGTERM's grace, a child's start
+    print(f"resume with an overrunning hook: {took:.2f}s, the hook {seconds:.2f}s")

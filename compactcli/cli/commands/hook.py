@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -74,9 +75,11 @@ def hook(ctx, payload, agent, command, timeout, detach, wait, background):
 
         call = parse(text, agent)
         run = session.HookRun(command, timeout, config, wait if background else 0.0)
+        started = time.monotonic()
         code, said = session.compact(call, run)
         last = said.splitlines()[-1] if said else ""
-        session.log(f"{session.describe(call)}: exit {code}: {said}")
+        took = time.monotonic() - started
+        session.log(f"{session.describe(call)}: exit {code} in {took:.2f}s: {said}")
         if code:
             click.echo(f"compactcli hook: {last or f'exit {code}'} (log: {session.log_path()})", err=True)
     except Exception as exc:  # the hook never fails its agent
