@@ -214,3 +214,14 @@ def test_detach_returns_at_once_and_the_work_is_done_in_the_background(home: Pat
     while path.read_bytes() != after and time.monotonic() < deadline:
         time.sleep(0.1)
     assert path.read_bytes() == after
+
+
+def test_the_log_keeps_one_line_per_run_and_one_older_log(home: Path) -> None:
+    log = home / ".cache" / "compactcli" / "hooks.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("x" * (1 << 20) + "\n")
+    run = _hook(home, "not json")
+    assert run.returncode == 0
+    assert (log.parent / "hooks.log.1").stat().st_size > 1 << 20
+    lines = log.read_text().splitlines()
+    assert len(lines) == 1 and "hook payload: not JSON" in lines[0]

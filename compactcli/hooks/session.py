@@ -26,6 +26,7 @@ from compactcli.core.places import cache_dir
 from compactcli.hooks.payload import HookCall
 
 LOG_NAME = "hooks.log"
+LOG_LIMIT = 1 << 20  # bytes
 TERM_GRACE = 2.0  # seconds an overrunning child has to unwind after SIGTERM before it is killed
 BUSY_RETRY = 0.5  # seconds between attempts while the agent still holds the file (in the background)
 
@@ -51,9 +52,13 @@ def log(line: str) -> None:
         folder = cache_dir()
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        fd = os.open(folder / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        path = folder / LOG_NAME
+        with contextlib.suppress(FileNotFoundError):
+            if path.stat().st_size > LOG_LIMIT:  # one older log is kept: a hook runs after every session
+                os.replace(path, path.with_name(LOG_NAME + ".1"))
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as f:
-            f.write(f"{stamp} {line}\n")
+            f.write(f"{stamp} {' | '.join(line.splitlines())}\n")  # one line per hook run
 
 
 def session_files(call: HookCall) -> list[Path]:
