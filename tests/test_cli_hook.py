@@ -225,3 +225,11 @@ def test_the_log_keeps_one_line_per_run_and_one_older_log(home: Path) -> None:
     assert (log.parent / "hooks.log.1").stat().st_size > 1 << 20
     lines = log.read_text().splitlines()
     assert len(lines) == 1 and "hook payload: not JSON" in lines[0]
+
+
+def test_a_claude_code_transcript_is_named_exactly_by_its_session(home: Path) -> None:
+    path = _project(home) / f"{SESSION}-copy.jsonl"
+    original, _ = bigfile.write(path, "claude-code", turns=12, result_chars=800)
+    run = _hook(home, _payload(path))
+    assert run.returncode == 0 and "not the transcript of session" in run.stderr
+    assert path.read_bytes() == original

@@ -219,3 +219,33 @@ def test_uninstall_where_nothing_is_installed_writes_nothing(home: Path, agent: 
     path = _settings(home)
     run = _hooks(home, "uninstall", "claude-code")
     assert path.read_text() == CLAUDE_SETTINGS and list(path.parent.glob("*.bak")) == []
+
+
+def test_nan_is_not_json_and_is_refused(home: Path) -> None:
+    path = _settings(home, '{"x": NaN}\n')
+    run = _hooks(home, "install", "claude-code")
+    assert run.returncode == 65 and "NaN is not JSON" in run.stderr
+    assert path.read_text() == '{"x": NaN}\n'
+
+
+def test_uninstall_drops_our_group_with_its_matcher_and_keeps_the_others(home: Path) -> None:
+    command = f"{compactcli_command()[0]} hook --agent claude-code"
+    ours = json.dumps({"type": "command", "command": command, "timeout": 30})
+    text = (
+        '{"hooks": {"SessionEnd": [{"matcher": "", "hooks": [' + ours + "]}, "
+        '{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}\n'
+    )
+    path = _settings(home, text)
+    assert _hooks(home, "uninstall", "claude-code").returncode == 0
+    assert json.loads(path.read_text()) == {
+        "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}
+    }
+
+
+def test_status_names_another_notify_program_without_failing(home: Path) -> None:
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('notify = ["notify-send", "Codex"]\n')
+    run = _hooks(home, "status")
+    assert run.returncode == 0
+    assert "codex: not installed:" in run.stdout and "notify-send" in run.stdout

@@ -171,10 +171,7 @@ def _without_ours(text: str, event: str) -> str:
         assert handlers is not None
         if len(handlers.members) > 1:
             text = jsontext.remove(text, handlers, h)
-        elif len(group.members) > 1:  # a group with a matcher or other keys keeps them
-            index = next(i for i, (k, _, _) in enumerate(group.members) if k == "hooks")
-            text = jsontext.remove(text, group, index)
-        elif len(groups.members) > 1:
+        elif len(groups.members) > 1:  # a group (its matcher too) with no handler left means nothing
             text = jsontext.remove(text, groups, g)
         elif len(hooks.members) > 1:
             index = next(i for i, (k, _, _) in enumerate(hooks.members) if k == event)

@@ -27,9 +27,13 @@ class Node:
 
 def parse(text: str) -> Node:
     """The root value's span tree; ValueError (with json's message and position) if `text` is not JSON."""
-    json.loads(text)  # the strict parser decides what is JSON; the scan below only finds spans
+    json.loads(text, parse_constant=_no_constant)  # json decides what is JSON; the scan only finds spans
     node, end = _value(text, _skip(text, 0))
     return node
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _skip(text: str, i: int) -> int:

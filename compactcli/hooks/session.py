@@ -71,9 +71,9 @@ def session_files(call: HookCall) -> list[Path]:
         path = Path(call.cwd or os.getcwd()) / path
     if not path.is_file():
         raise errors.CompactError(f"{path}: no such transcript (session {call.session_id})")
-    # Claude Code names the file <session id>.jsonl, Codex rollout-<time>-<id>.jsonl, Gemini CLI by the
-    # id's first eight characters.
-    if call.session_id not in path.name and call.session_id[:8] not in path.name:
+    # Claude Code names the file <session id>.jsonl, Codex rollout-<time>-<session id>.jsonl.
+    named = path.stem == call.session_id if call.agent == "claude-code" else call.session_id in path.name
+    if not named:
         raise errors.CompactError(f"{path}: not the transcript of session {call.session_id}")
     files = [path]
     if call.agent == "claude-code":

@@ -184,8 +184,9 @@ def status(project):
         try:
             found = hooks_install.installed(hook, path)
         except errors.CompactError as exc:
-            click.echo(f"{name}: {exc}")
-            worst = max(worst, exc.exit_code)
+            click.echo(f"{name}: not installed: {exc}")
+            if exc.exit_code != errors.CHECK_FAILED:  # another notify program is no error of the file
+                worst = max(worst, exc.exit_code)
             continue
         if found:
             for handler in found:
