@@ -233,3 +233,17 @@ def test_a_claude_code_transcript_is_named_exactly_by_its_session(home: Path) ->
     run = _hook(home, _payload(path))
     assert run.returncode == 0 and "not the transcript of session" in run.stderr
     assert path.read_bytes() == original
+
+
+def test_summarize_over_a_threshold_can_be_the_hooks_command(home: Path) -> None:
+    path, original, _ = _claude_session(home)
+    small = "summarize --backend digest --threshold 1000000"
+    run = _hook(home, _payload(path), "--run", small)
+    assert run.returncode == 0, run.stderr
+    assert path.read_bytes() == original  # under the threshold: left alone
+    run = _hook(home, _payload(path), "--run", "summarize --backend digest --threshold 100")
+    assert run.returncode == 0, run.stderr
+    assert path.read_bytes() != original
+    manifest = [json.loads(line) for line in (path.parent / ".transcripts" / "manifest.jsonl").open()]
+    assert [m["command"] for m in manifest] == ["summarize"]
+    assert Path(manifest[0]["archive"]).read_bytes() == original
