@@ -24,6 +24,8 @@ COMMANDS = {
     "probe": "probe",
     "prune": "prune",
     "config": "config",
+    "hook": "hook",
+    "hooks": "hook",
 }
 
 # The first paragraph of each command's help, so that the group's --help lists the commands without
@@ -43,6 +45,8 @@ SHORT_HELP = {
     "prune": "Drop old archived originals of each PATH (a transcript, or a folder of them).",
     "config": "Show the settings in force for each COMMAND (default: all) and their sources.",
     "probe": "Check how much of what a summary replaced survives in it.",
+    "hook": "Compact the one session an agent's hook names (its JSON on stdin or as the last argument).",
+    "hooks": "Install, remove or show compactcli's hook in the agents' settings.",
 }
 
 

@@ -154,13 +154,38 @@ def on_invalid_option(
     )
 
 
-def input_options(*, formats: tuple[str, ...]) -> Callable:
+def _agents_folders(func: Callable) -> Callable:
+    """No PATHS: the session folders of the agents found on this machine, named on stderr."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if not kwargs["paths"]:
+            from compactcli.core.places import agent_session_folders
+
+            places = agent_session_folders()
+            found = [(agent, folder) for agent, folder in places if folder.is_dir()]
+            if not found:
+                looked = ", ".join(str(folder) for _, folder in places)
+                raise click.UsageError(f"no PATHS given, and no agent's session folder found ({looked})")
+            said = ", ".join(f"{agent} in {folder}" for agent, folder in found)
+            click.echo(f"reading the sessions of {said}", err=True)
+            kwargs["paths"] = tuple(str(folder) for _, folder in found)
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def input_options(*, formats: tuple[str, ...], agents_folders: bool = False) -> Callable:
     """Paths, discovery, dialect, bad-input handling and how to report (`--format`: `formats`, the
-    first one the default)."""
+    first one the default). With `agents_folders` (commands that only read), no PATHS means the agents'
+    session folders found on the machine."""
     options = [
         # readable=False: an unreadable file is that file's I/O error (exit 74), named or found in a folder.
         click.argument(
-            "paths", nargs=-1, required=True, type=InputPath(allow_dash=True, exists=True, readable=False)
+            "paths",
+            nargs=-1,
+            required=not agents_folders,
+            type=InputPath(allow_dash=True, exists=True, readable=False),
         ),
         click.option(
             "--glob", "glob", default="*.jsonl", show_default=True, help="Files to pick in folders."
@@ -188,6 +213,10 @@ def input_options(*, formats: tuple[str, ...]) -> Callable:
         click.option("-q", "--quiet", is_flag=True, help="No summary line."),
         *_format_option_list(formats),
     ]
+    if agents_folders:
+        return lambda func: _decorated(
+            _agents_folders(_with_output_format(_gathered(func, "inputs", Inputs))), options
+        )
     return lambda func: _decorated(_with_output_format(_gathered(func, "inputs", Inputs)), options)
 
 

@@ -18,7 +18,9 @@ from compactcli.run.settings import Inputs
 
 HELP = """Count the tokens of each transcript's active context; fail CI when one is over a limit.
 
-PATHS are files, folders (searched for --glob) or '-' for stdin. Nothing is changed. For Claude
+PATHS are files, folders (searched for --glob) or '-' for stdin; none: the session folders of
+the agents found here (~/.claude/projects, $CODEX_HOME/sessions), named on stderr. Nothing is changed.
+For Claude
 Code logs the active context is the main conversation from its last compaction on; a file of
 sub-agent (sidechain) records only is counted as its own conversation. For Codex rollouts it is
 what follows the last `compacted` record, its replacement_history first; heuristic and api also
@@ -78,7 +80,7 @@ Examples:
     help=HELP,
     epilog=EXIT_CODES_HELP + " Here 1: a file is over --max-tokens, or cannot be checked.",
 )
-@input_options(formats=COMMAND_FORMATS["estimate"])
+@input_options(formats=COMMAND_FORMATS["estimate"], agents_folders=True)
 @click.option(
     "--method",
     type=click.Choice(METHODS),

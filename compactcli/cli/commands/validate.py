@@ -89,7 +89,9 @@ _RULES_HELP = "\n".join(
 
 HELP = f"""Check that transcripts are still valid Messages API conversations.
 
-PATHS are files, folders (searched for --glob) or '-' for stdin. Nothing is changed. Each violation
+PATHS are files, folders (searched for --glob) or '-' for stdin; none: the session folders of
+the agents found here (~/.claude/projects, $CODEX_HOME/sessions), named on stderr. Nothing is changed.
+Each violation
 is printed on stdout as `path:line: rule: message` (--format github: as GitHub annotations; --json:
 one object per file instead); the summary goes to stderr.
 
@@ -122,7 +124,7 @@ Examples:
 
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
-@input_options(formats=COMMAND_FORMATS["validate"])
+@input_options(formats=COMMAND_FORMATS["validate"], agents_folders=True)
 @cache_option()
 def validate(inputs: Inputs, no_cache: bool):
     from compactcli.run import runner  # runner and cache: not for --help
