@@ -716,7 +716,8 @@ def test_corpus_file_with_a_repeated_result_is_invalid(path, tmp_path):
     violations = json.loads(result.stdout)["stats"]["violations"]
     restart = max((n for n, record in parsed.items() if dialect.compaction(record) is not None), default=-1)
     # The copy sits on 1-based line last + 2.
-    added = {(last + 2, "duplicate-tool-result")} if last > restart else set()
+    # A dialect that upserts records by id (results_repeat) reads the copy as the record again.
+    added = {(last + 2, "duplicate-tool-result")} if last > restart and not dialect.results_repeat else set()
     shifted = {(v["line"] + (v["line"] > last + 1), v["rule"]) for v in before}
     assert result.exit_code == (1 if added or shifted else 0)
     assert {(v["line"], v["rule"]) for v in violations} == shifted | added

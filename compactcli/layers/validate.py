@@ -282,14 +282,14 @@ class _CallOutputs:
         if role not in RESPONSES_ROLES:
             allowed = ", ".join(sorted(RESPONSES_ROLES))
             self.out.append(Violation(line, "invalid-role", f"role {role!r}: allowed are {allowed}"))
-        elif results:
-            for result in results:
-                self._output(line, result.get("tool_use_id"))
-        elif uses:
+        elif uses or results:
+            # A record may hold the calls and their outputs at once (Gemini CLI): calls first.
             for use in uses:
                 self._call(line, use.get("id"))
                 if isinstance(use.get("id"), str):
                     self.in_flight.add(use["id"])
+            for result in results:
+                self._output(line, result.get("tool_use_id"))
         elif role == USER:
             self._close(line)
 
