@@ -62,8 +62,30 @@ def checkpoint(record: dict) -> list[dict] | None:
     return [entry for entry in messages if isinstance(entry, dict) and is_message(entry)]
 
 
+# How Gemini CLI names a part that is no text when it reads a turn as a string (`partToString`, verbose).
+_PART_TAGS = (
+    ("videoMetadata", "[Video Metadata]"),
+    ("thought", "[Thought: true]"),
+    ("codeExecutionResult", "[Code Execution Result]"),
+    ("executableCode", "[Executable Code]"),
+    ("fileData", "[File Data]"),
+    ("functionCall", "[Function Call]"),
+    ("functionResponse", "[Function Response]"),
+    ("inlineData", "[Media]"),
+)
+
+
+def _as_string(parts: list) -> str:
+    out = []
+    for part in parts:
+        tag = next((tag for key, tag in _PART_TAGS if isinstance(part, dict) and key in part), None)
+        out.append(tag if tag is not None else str(part.get("text") or "") if isinstance(part, dict) else "")
+    return "".join(out)
+
+
 def is_ignored_user(record: dict) -> bool:
-    text = gp.text_of(gp.part_list(record.get("content"))).strip()
+    """A user turn Gemini CLI leaves out when it resumes: empty, a command, or its own context."""
+    text = _as_string(gp.part_list(record.get("content"))).strip()
     return not text or text.startswith(IGNORED_PREFIXES)
 
 
@@ -127,6 +149,15 @@ def normalize_message(record: dict) -> dict | None:
 
 
 def _results(record: dict, base: int = 0) -> list[ToolResult]:
+    """The calls' outputs a message record holds: in a gemini record's toolCalls (slot: the call's
+    index), in a user record's functionResponse parts (slot: the part's index; Gemini CLI 0.61 records
+    the responses it sends as a user record of their own too)."""
+    if record.get("type") == "user":
+        parts = gp.part_list(record.get("content"))
+        return [
+            ToolResult(gp.given_id(response), base | index, gp.response_content(response))
+            for index, response in gp.responses(parts)
+        ]
     found = []
     for index, call in enumerate(tool_calls(record)):
         for _, response in gp.responses(result_parts(call)):
@@ -222,7 +253,11 @@ class GeminiCliDialect(Dialect):
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         messages = checkpoint(record)
         holder = messages[slot >> SLOT_BITS] if messages is not None else record
-        call = tool_calls(holder)[slot & ((1 << SLOT_BITS) - 1)]
+        index = slot & ((1 << SLOT_BITS) - 1)
+        if holder.get("type") == "user":
+            gp.clear_response(gp.part_list(holder.get("content"))[index]["functionResponse"], str(content))
+            return
+        call = tool_calls(holder)[index]
         result = call.get("result")
         if isinstance(result, str):
             call["result"] = content

@@ -118,6 +118,15 @@ def _gemini_responses(record: dict) -> list[tuple[int, dict]]:
     messages = patch.get("messages") if isinstance(patch, dict) else None
     found = []
     for number, message in enumerate(messages if isinstance(messages, list) else [record]):
+        if (
+            isinstance(message, dict)
+            and message.get("type") == "user"
+            and isinstance(message.get("content"), list)
+        ):
+            for index, part in enumerate(message["content"]):  # the responses as a user record of their own
+                if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+                    found.append((number * 1000 + index, part["functionResponse"]))
+            continue
         calls = message.get("toolCalls") if isinstance(message, dict) else None
         for index, call in enumerate(calls if isinstance(calls, list) else []):
             for part in call.get("result") or []:
