@@ -23,7 +23,7 @@ from typing import Any
 
 from helpers.fakeapi import LoopbackHandler, Recorded, Reply, serve_on_loopback, shut_down
 
-ROUTE = '{"reasoning": "a simple request", "model_choice": "flash"}'
+ROUTE = '{"complexity_reasoning": "Simple read operation.", "complexity_score": 10}'
 
 
 def text(value: str) -> dict[str, Any]:
