@@ -180,3 +180,25 @@ def test_the_summary_is_one_state_snapshot(text):
     (record,) = GEMINI_CLI.summary_records(text, context_records=[], new_uuid=lambda: "id")
     content = record["$set"]["messages"][0]["content"][0]["text"]
     assert content.count("<state_snapshot>") == 1 and content.count("</state_snapshot>") == 1
+
+
+def test_the_fake_gemini_api_refuses_unanswered_calls():
+    from helpers.fakegemini import unanswered
+
+    call = {"role": "model", "parts": [{"functionCall": {"id": "a", "name": "read_file", "args": {}}}]}
+    answer = {
+        "role": "user",
+        "parts": [{"functionResponse": {"id": "a", "name": "read_file", "response": {}}}],
+    }
+    ask = {"role": "user", "parts": [{"text": "hi"}]}
+    assert unanswered([ask, call, answer, {"role": "model", "parts": [{"text": "ok"}]}]) is None
+    twice = {"role": "user", "parts": answer["parts"] * 2}
+    assert unanswered([ask, call, twice]) is None  # a response repeated, as Gemini CLI 0.61 sends it
+    assert unanswered([ask, call, answer, answer]) is not None  # a turn of responses to no call
+    assert "has a function response" in unanswered([ask, call, ask])
+    assert "immediately after a function call turn" in unanswered([ask, answer])
+    wrong = {
+        "role": "user",
+        "parts": [{"functionResponse": {"id": "b", "name": "read_file", "response": {}}}],
+    }
+    assert unanswered([ask, call, wrong]) is not None
