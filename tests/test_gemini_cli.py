@@ -195,7 +195,12 @@ def test_the_fake_gemini_api_refuses_unanswered_calls():
     twice = {"role": "user", "parts": answer["parts"] * 2}
     assert unanswered([ask, call, twice]) is None  # a response repeated, as Gemini CLI 0.61 sends it
     assert unanswered([ask, call, answer, answer]) is not None  # a turn of responses to no call
-    assert "has a function response" in unanswered([ask, call, ask])
+    assert "immediately after a user turn" in unanswered([ask, call, ask])
+    other = {
+        "role": "model",
+        "parts": [*call["parts"], {"functionCall": {"id": "c", "name": "ls", "args": {}}}],
+    }
+    assert "has a function response" in unanswered([ask, other, answer])
     assert "immediately after a function call turn" in unanswered([ask, answer])
     wrong = {
         "role": "user",
