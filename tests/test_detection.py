@@ -21,7 +21,7 @@ UNKNOWN = {
     "gemini-stream.jsonl": "Gemini CLI stream-json",
     "gemini-messages-only.jsonl": "Gemini CLI stream-json",
     "managed-agents-events.jsonl": "Claude Managed Agents event log",
-    "gemini-session.jsonl": "a Gemini CLI session",
+    "gemini-session-document.jsonl": "an older Gemini CLI session",
     "copilot-events.jsonl": "a GitHub Copilot CLI session",
     "qwen-session.jsonl": "a Qwen Code session",
     "json-array.jsonl": "a JSON array, not JSONL",

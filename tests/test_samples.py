@@ -30,6 +30,7 @@ SAMPLE_FILES = {
     "openai/flattened.jsonl": "openai",
     "codex/rollout.jsonl": "codex",
     "pi/session.jsonl": "pi",
+    "gemini-cli/session.jsonl": "gemini-cli",
 }
 
 Message = tuple[str, list[str], list[str]]  # role, tool_use ids, tool_result ids
@@ -161,11 +162,34 @@ def _pi_part(entries: list[dict[str, Any]]) -> list[Message]:
     return msgs
 
 
+def gemini_cli_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
+    """Gemini CLI: the last version of each message id, where the id first stood; a gemini record is the
+    model's turn (its calls) and then a user turn of the calls' results."""
+    latest: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if "$set" in r and isinstance(r["$set"].get("messages"), list):
+            latest = {m["id"]: m for m in r["$set"]["messages"]}
+        elif isinstance(r.get("id"), str) and r.get("type") in ("user", "gemini"):
+            latest[r["id"]] = r
+    msgs: list[Message] = []
+    for r in latest.values():
+        if r["type"] == "user":
+            msgs.append(("user", [], []))
+            continue
+        calls = r.get("toolCalls") or []
+        msgs.append(("assistant", [c["id"] for c in calls], []))
+        answered = [p["functionResponse"]["id"] for c in calls for p in c.get("result") or []]
+        if answered:
+            msgs.append(("user", [], answered))
+    return [msgs]
+
+
 MESSAGES = {
     "anthropic": anthropic_messages,
     "claude-code": claude_code_messages,
     "openai": openai_messages,
     "pi": pi_messages,
+    "gemini-cli": gemini_cli_messages,
 }
 
 

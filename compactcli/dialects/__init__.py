@@ -24,6 +24,7 @@ MODULES: dict[str, tuple[str, str]] = {
     "openai": ("openai", "OPENAI"),
     "codex": ("codex", "CODEX"),
     "pi": ("pi", "PI"),
+    "gemini-cli": ("gemini_cli", "GEMINI_CLI"),
 }
 NAMES = tuple(MODULES)
 DEFAULT_NAME = "anthropic"  # an empty file: nothing in it to misread

@@ -18,8 +18,8 @@ _COPILOT_TYPE = re.compile(r"^[a-z_]+\.[a-z_]+$")
 
 def record_format(record: dict) -> str | None:
     """The name of the foreign format one record belongs to, or None when it is not recognised."""
-    if {"sessionId", "projectHash", "startTime"} <= record.keys() or "$set" in record:
-        return "a Gemini CLI session"
+    if {"sessionId", "projectHash"} <= record.keys() and isinstance(record.get("messages"), list):
+        return "an older Gemini CLI session (one session-*.json document; Gemini CLI rewrites it on resume)"
     kind = record.get("type")
     if not isinstance(kind, str):
         return None

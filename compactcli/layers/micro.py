@@ -241,15 +241,37 @@ def cleared(
 ) -> Iterable[tuple[ResultFact, str | Cut]]:
     """Each result micro clears, with what it becomes: all but the last `keep` of each conversation,
     less the exceptions, and the `superseded` ones ((line, slot): --dedupe-reads)."""
+    repeat = index.dialect.results_repeat
     for facts in index.results.values():
         old = max(len(facts) - options.keep, 0)
+        recent = _recent_calls(facts, options.keep) if repeat else None
         for position, fact in enumerate(facts):
             stale = bool(superseded) and (fact.line, fact.slot) in superseded
-            if position >= old and not stale:
+            if (position in recent if recent is not None else position >= old) and not stale:
                 continue
             placeholder = options.placeholder_for(fact, index.tool_name(fact.tool_use_id), stale)
             if placeholder is not None:
                 yield fact, placeholder
+
+
+def _recent_calls(facts: list[ResultFact], keep: int) -> set[int]:
+    """Positions of the results of the last `keep` calls, every copy of one call's result counted once
+    (Dialect.results_repeat)."""
+    decided: dict[str, bool] = {}
+    kept: set[int] = set()
+    calls = 0
+    for position in range(len(facts) - 1, -1, -1):
+        key = facts[position].tool_use_id
+        if key is not None and key in decided:
+            is_kept = decided[key]
+        else:
+            is_kept = calls < keep
+            calls += 1
+            if key is not None:
+                decided[key] = is_kept
+        if is_kept:
+            kept.add(position)
+    return kept
 
 
 def plan(index: MicroIndex, options: MicroOptions, strategies: Strategies | None = None) -> Plan:

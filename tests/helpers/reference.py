@@ -118,11 +118,45 @@ class _Conversations:
         return f"agent {record['agentId']}" if record.get("agentId") else f"tree {root}"
 
 
+def _gemini_responses(record: dict) -> list[tuple[int, dict]]:
+    """Gemini CLI: (slot, functionResponse) of every tool call's result in a message record and in the
+    messages of a `$set` checkpoint; slot = message number * 1000 + call number."""
+    patch = record.get("$set")
+    messages = patch.get("messages") if isinstance(patch, dict) else None
+    found = []
+    for number, message in enumerate(messages if isinstance(messages, list) else [record]):
+        if (
+            isinstance(message, dict)
+            and message.get("type") == "user"
+            and isinstance(message.get("content"), list)
+        ):
+            for index, part in enumerate(message["content"]):  # the responses as a user record of their own
+                if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+                    found.append((number * 1000 + index, part["functionResponse"]))
+            continue
+        calls = message.get("toolCalls") if isinstance(message, dict) else None
+        for index, call in enumerate(calls if isinstance(calls, list) else []):
+            for part in call.get("result") or []:
+                if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+                    found.append((number * 1000 + index, part["functionResponse"]))
+                    break
+    return found
+
+
+def _gemini_output(response: dict) -> object:
+    body = response.get("response")
+    return body["output"] if isinstance(body, dict) and list(body) == ["output"] else body
+
+
 def tool_results(records: list[dict], dialect: str) -> list[Result]:
     """Every tool result in file order, with the conversation it belongs to."""
     found: list[Result] = []
     conversations = _Conversations()
     for line, record in enumerate(records):
+        if dialect == "gemini-cli":
+            for slot, response in _gemini_responses(record):
+                found.append(Result(line, slot, response.get("id"), _gemini_output(response), "main"))
+            continue
         conversation = conversations.of(record, dialect)
         entry = _codex_item(record) if dialect == "codex" else None
         if entry is not None and entry.get("type") in CODEX_OUTPUTS:
@@ -153,6 +187,10 @@ def tool_results(records: list[dict], dialect: str) -> list[Result]:
 
 
 def set_content(record: dict, dialect: str, result: Result, content: object) -> None:
+    if dialect == "gemini-cli":
+        response = dict(_gemini_responses(record))[result.slot]
+        response["response"] = {"output": content} if isinstance(content, str) else content
+        return
     if dialect == "codex":
         record["payload"]["output"] = content
         return
