@@ -17,6 +17,7 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 NO_BIG_FILE_YET = {
     "codex": "a rollout's event records are not generated at scale yet",
     "pi": "a session tree is not generated at scale yet",
+    "gemini-cli": "upserted records are not generated at scale yet",
 }
 
 

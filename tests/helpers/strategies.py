@@ -621,6 +621,81 @@ def _pi(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------
+# gemini-cli
+
+GEMINI_TOOLS = ("read_file", "run_shell_command", "list_directory", "replace", "write_file")
+
+
+@st.composite
+def _gemini_cli(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A Gemini CLI session: the header, user records, gemini records written first without their calls
+    and then again (upserted by id) with the calls and their results, `$set` patches of lastUpdated
+    between them, and now and then an info notice that is never sent."""
+    salt = draw(st.integers(0, 2**32 - 1))
+    clock = iter(range(10_000))
+
+    def at() -> str:
+        n = next(clock)
+        return f"2026-11-30T10:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
+
+    records: list[dict[str, Any]] = [
+        {"sessionId": f"{salt:08x}-gem", "projectHash": "4be1c0d2", "startTime": at(), "lastUpdated": at()}
+        | {"kind": "main"}
+    ]
+    n = 0
+
+    def next_id() -> str:
+        nonlocal n
+        n += 1
+        return f"{salt:08x}-{n:04d}"
+
+    for _ in range(draw(st.integers(1, 4))):
+        if draw(st.integers(0, 4)) == 0:
+            records.append({"id": next_id(), "timestamp": at(), "type": "info", "content": draw(prose())})
+        records.append(
+            {"id": next_id(), "timestamp": at(), "type": "user", "content": [{"text": draw(prose())}]}
+        )
+        records.append({"$set": {"lastUpdated": at()}})
+        for _ in range(draw(st.integers(1, 3))):
+            turn = {
+                "id": next_id(),
+                "timestamp": at(),
+                "type": "gemini",
+                "content": draw(st.sampled_from(["", "Let me look."])),
+                "thoughts": [],
+                "tokens": {"input": 1000, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": 1020},
+                "model": "gemini-3-flash-preview",
+            }
+            records.append(turn)
+            calls = []
+            for k in range(draw(st.integers(0, 2))):
+                name = draw(st.sampled_from(GEMINI_TOOLS))
+                call_id = f"{name}_{salt}{n}_{k}"
+                output = {"output": draw(sized_text())}
+                response = {"functionResponse": {"id": call_id, "name": name, "response": output}}
+                calls.append(
+                    {"id": call_id, "name": name, "args": {"file_path": "a.py"}, "result": [response]}
+                    | {"status": "success", "timestamp": at(), "resultDisplay": "done"}
+                )
+            if not calls:
+                break
+            records.append({"$set": {"lastUpdated": at()}})
+            records.append({**turn, "toolCalls": calls})
+        records.append(
+            {
+                "id": next_id(),
+                "timestamp": at(),
+                "type": "gemini",
+                "content": draw(prose()),
+                "thoughts": [],
+                "tokens": {"input": 1100, "output": 30, "cached": 0, "thoughts": 0, "tool": 0, "total": 1130},
+                "model": "gemini-3-flash-preview",
+            }
+        )
+    return records
+
+
+# ---------------------------------------------------------------------------------------------
 # public API
 
 
@@ -638,6 +713,7 @@ GENERATORS = {
     "openai": _openai,
     "codex": _codex,
     "pi": _pi,
+    "gemini-cli": _gemini_cli,
 }
 
 
