@@ -7,7 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import reference
 from helpers.cli import run_cli
+from helpers.invariants import assert_only_results_cleared, is_default_placeholder, violations
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from compactcli.dialects.pi import PI, PathOrder
 
@@ -226,3 +230,57 @@ def test_a_dry_run_changes_nothing(command: str, tmp_path: Path):
     done = run_cli(command, *extra, "--diff", path, text=True)
     assert done.returncode == 0, done.stderr
     assert path.read_bytes() == SAMPLE.read_bytes() and done.stdout.count("\n+") >= 1
+
+
+TOOLS = ("bash", "read", "edit", "grep")
+
+
+@st.composite
+def sessions(draw: st.DrawFn) -> list[dict]:
+    """A pi session: turns of tool calls with outputs of any size, sometimes a branch left behind."""
+    records: list[dict] = [HEADER]
+    parent: str | None = None
+    count = 0
+
+    def add(record: dict) -> None:
+        nonlocal parent
+        records.append(record)
+        parent = record["id"]
+
+    for turn in range(draw(st.integers(1, 4))):
+        add(user(f"u{turn}", parent, f"task {turn}"))
+        if draw(st.booleans()):  # an answer the user went back from
+            fork = parent
+            add(assistant(f"x{turn}", parent, {"type": "text", "text": "abandoned"}, stop="stop"))
+            parent = fork
+        for _ in range(draw(st.integers(0, 4))):
+            count += 1
+            name = draw(st.sampled_from(TOOLS))
+            add(assistant(f"a{count}", parent, call(f"c{count}", name)))
+            text = draw(st.text(alphabet="ab\n", min_size=0, max_size=300))
+            details = {"diff": text} if name == "edit" else None
+            extra = {"details": details} if details else {}
+            add(result(f"r{count}", parent, f"c{count}", text, name, **extra))
+        add(assistant(f"e{turn}", parent, {"type": "text", "text": "done"}, stop="stop"))
+    return records
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=sessions(), keep=st.integers(0, 3))
+def test_micro_changes_only_results_once_and_keeps_the_session_valid(records, keep, tmp_path_factory):
+    path = write(tmp_path_factory.mktemp("pi") / "s.jsonl", records)
+    before = path.read_bytes()
+    assert run_cli("micro", "--keep", keep, "--min-chars", "50", path).returncode == 0
+    after = path.read_bytes()
+    assert_only_results_cleared("pi", before, after, is_default_placeholder)
+    rules = reference.MicroRules(keep=keep, min_chars=50, preserve=frozenset({"read_file", "Read", "read"}))
+    expected, _ = reference.micro(records, "pi", rules)
+    assert [json.loads(line) for line in after.splitlines()] == expected
+    assert violations("pi", after) == violations("pi", before) == []
+    assert run_cli("micro", "--keep", keep, "--min-chars", "50", path).returncode == 0
+    assert path.read_bytes() == after  # idempotent
+    # Nothing off the path (an abandoned answer) and no read is cleared.
+    for old, new in zip(before.splitlines(), after.splitlines(), strict=True):
+        if old != new:
+            message = json.loads(new)["message"]
+            assert message["toolName"] != "read" and not json.loads(new)["id"].startswith("x")

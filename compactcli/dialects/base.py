@@ -97,6 +97,9 @@ class Dialect:
     default_overhead: int = 0
     # summarize and replay can write a compaction the dialect's agent resumes from (summary_records).
     writes_compactions: bool = True
+    # summarize appends the compaction to the file, as the agent does (pi), instead of rewriting it:
+    # summary_records then gets the first kept record and the file's last, and `kept_index`.
+    appends_compactions: bool = False
     # summary_records keeps the user's recent messages itself (Codex): summarize adds no section of them.
     keeps_user_messages: bool = False
     # One response's records may have tool results written between them (Claude Code); otherwise a

@@ -265,10 +265,11 @@ class PiDialect(Dialect):
         return FITS
 
     def message(self, record: dict) -> dict | None:
-        message = entry_message(record)
-        if message is not None:
-            return message
-        if record.get("type") in ("compaction", "branch_summary", "custom_message"):
+        kind = record.get("type")
+        if kind == "message":
+            message = record.get("message")
+            return message if type(message) is dict else None
+        if kind in ("compaction", "branch_summary", "custom_message"):
             return record  # an entry pi turns into a user message of its own
         return None
 
@@ -287,10 +288,7 @@ class PiDialect(Dialect):
             yield ToolUse(call["id"], str(call.get("name", "unknown")))
 
     def tool_results(self, record: dict) -> list[ToolResult]:
-        message = entry_message(record)
-        if message is None or message.get("role") != "toolResult":
-            return []
-        return [ToolResult(message.get("toolCallId"), -1, result_content(message.get("content")))]
+        return list(scan_entry(record)[1])
 
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         message = record["message"]
@@ -300,9 +298,9 @@ class PiDialect(Dialect):
         message.pop("details", None)
 
     def is_synthetic(self, record: dict) -> bool:
-        message = entry_message(record)
+        message = record.get("message") if record.get("type") == "message" else None
         return (
-            message is not None
+            type(message) is dict
             and message.get("role") == "assistant"
             and message.get("stopReason") in NOT_SENT_STOPS
         )

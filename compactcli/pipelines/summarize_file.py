@@ -21,6 +21,8 @@ What is kept, per dialect (the records before the cut are all in the archive):
   and system records; they belong to the summarized turns. The conversation summarized is the
   main chain from its last compaction on; a file of sidechain records only (a sub-agent's own log)
   is its own conversation, and the new records then carry its isSidechain and agentId.
+- pi (Dialect.appends_compactions): every line as it is, then one compaction entry naming the first
+  kept record (docs/design.md, "pi sessions").
 """
 
 from __future__ import annotations
@@ -592,7 +594,7 @@ def analyze(
             edit.stats["reason"] = "below threshold"
         return edit
     edit._will_change = True
-    if getattr(dialect, "appends_compactions", False):
+    if dialect.appends_compactions:
         _append_after(edit, reader, conversation)
         if nothing_to_summarize(messages, edit.cut):  # the pinned messages start it
             edit._will_change = False
