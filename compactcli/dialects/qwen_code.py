@@ -1,0 +1,212 @@
+"""Qwen Code sessions: `~/.qwen/projects/<cwd slug>/chats/<id>.jsonl` (docs/design.md, "Qwen Code sessions").
+
+Every line is a record `{uuid, parentUuid, sessionId, timestamp, type, cwd, version, ...}`; `user`,
+`assistant` and `tool_result` records carry the model's Content (`message: {role, parts}`, Gemini's shape),
+`system` records a `subtype` and a `systemPayload` (slash commands, UI telemetry, titles, compressions).
+Qwen Code resumes a session along the parentUuid chain from the file's last record (records sharing a uuid
+are one record, their parts joined), and a `chat_compression` record on that chain replaces the history
+before it with its `compressedHistory`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+
+from compactcli.dialects.base import (
+    BOUNDARY,
+    MAIN,
+    NO,
+    NOTHING_SCANNED,
+    PROVES,
+    Dialect,
+    Scan,
+)
+from compactcli.dialects.foreign import is_qwen_record
+
+RECORD_TYPES = frozenset({"user", "assistant", "tool_result", "system"})
+MESSAGE_TYPES = frozenset({"user", "assistant", "tool_result"})
+COMPRESSION = "chat_compression"
+# What Qwen Code's model answers to the summary in the history it compresses to (chatCompressionService).
+ACKNOWLEDGEMENT = "Got it. Thanks for the additional context!"
+# Its bridge when the kept part starts with the model's turn (a call whose answer is kept).
+CONTINUATION = "Continue with the prior task using the context above."
+# Fields copied from the last record onto a compression record, in Qwen Code's order (createBaseRecord).
+IDENTITY = ("sessionId", "timestamp", "type", "cwd", "version", "gitBranch")
+
+
+def is_compression(record: dict) -> bool:
+    return record.get("type") == "system" and record.get("subtype") == COMPRESSION
+
+
+def compressed_history(record: dict) -> list[dict] | None:
+    """The Contents a chat_compression record puts in place of the history before it, else None
+    (Qwen Code skips a compression record without one)."""
+    if not is_compression(record):
+        return None
+    payload = record.get("systemPayload")
+    history = payload.get("compressedHistory") if isinstance(payload, dict) else None
+    if not isinstance(history, list) or not history:
+        return None
+    return [content for content in history if isinstance(content, dict)]
+
+
+def as_record(content: dict) -> dict:
+    """A Content of a compressedHistory as the record that would carry it."""
+    if content.get("role") == "model":
+        kind = "assistant"
+    else:
+        parts = content.get("parts")
+        answers = isinstance(parts, list) and any(
+            isinstance(p, dict) and "functionResponse" in p for p in parts
+        )
+        kind = "tool_result" if answers else "user"
+    return {"type": kind, "message": content}
+
+
+def last_usage(record: dict) -> dict | None:
+    """The usage of the model call an assistant record ends (usageMetadata), Anthropic-shaped: the prompt
+    (its cached part apart) and what the model wrote (totalTokenCount less the prompt, as Qwen Code counts
+    the context it resumes with)."""
+    if record.get("type") != "assistant":
+        return None
+    usage = record.get("usageMetadata")
+    if not isinstance(usage, dict):
+        return None
+    prompt = usage.get("promptTokenCount")
+    if not isinstance(prompt, int) or isinstance(prompt, bool) or prompt <= 0:
+        return None
+    cached = usage.get("cachedContentTokenCount")
+    cached = cached if isinstance(cached, int) and 0 <= cached <= prompt else 0
+    total = usage.get("totalTokenCount")
+    if isinstance(total, int) and total >= prompt:
+        output = total - prompt
+    else:
+        candidates = usage.get("candidatesTokenCount")
+        output = candidates if isinstance(candidates, int) and candidates >= 0 else 0
+    return {
+        "input_tokens": prompt - cached,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": cached,
+        "output_tokens": output,
+    }
+
+
+class QwenChain:
+    """The records Qwen Code resumes with, in its order (SessionService.reconstructHistory): from the
+    file's last record with a uuid up the parentUuid links (the first record of a uuid names the parent),
+    then every record of each uuid on that path, in file order. Records off the path (a rewound branch)
+    and records without a uuid are no part of the conversation."""
+
+    def __init__(self, dialect: QwenCodeDialect) -> None:
+        self._dialect = dialect
+        self._places: dict[str, list[tuple[int, int]]] = {}  # uuid -> (line, offset) of its records
+        self._parent: dict[str, str | None] = {}  # uuid -> parent its first record names
+        self._last: str | None = None
+        self._count = 0
+
+    def add(self, line: int, offset: int, record: dict) -> str:
+        uuid = record.get("uuid")
+        if isinstance(uuid, str) and uuid:
+            places = self._places.get(uuid)
+            if places is None:
+                places = self._places[uuid] = []
+                parent = record.get("parentUuid")
+                self._parent[uuid] = parent if isinstance(parent, str) and parent else None
+            places.append((line, offset))
+            self._last = uuid
+            self._count += 1
+        return MAIN
+
+    def add_scan(self, line: int, offset: int, record: dict) -> tuple[str, Scan]:
+        key = self.add(line, offset, record)
+        if record.get("type") not in MESSAGE_TYPES and not is_compression(record):
+            return key, NOTHING_SCANNED
+        return key, self._dialect.scan(record)
+
+    def _path(self) -> list[str]:
+        path: list[str] = []
+        seen: set[str] = set()
+        uuid = self._last
+        while uuid is not None and uuid not in seen and uuid in self._places:
+            seen.add(uuid)
+            path.append(uuid)
+            uuid = self._parent[uuid]
+        return path[::-1]
+
+    def order(self) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        for uuid in self._path():
+            out.extend(self._places[uuid])
+        return out
+
+    def in_file_order(self) -> bool:
+        ordered = self.order()
+        return len(ordered) == self._count and all(a < b for a, b in zip(ordered, ordered[1:], strict=False))
+
+
+class QwenCodeDialect(Dialect):
+    name = "qwen-code"
+    title = "a Qwen Code session"
+    one_message_per_line = False  # system records (telemetry, titles, snapshots) pass through
+
+    def fit(self, record: dict) -> int:
+        kind = record.get("type")
+        if kind not in RECORD_TYPES or not isinstance(record.get("uuid"), str) or "sessionId" not in record:
+            return NO
+        return PROVES if is_qwen_record(record) else NO
+
+    def message(self, record: dict) -> dict | None:
+        message = record.get("message")
+        if record.get("type") in MESSAGE_TYPES and isinstance(message, dict):
+            return message
+        return None
+
+    def new_order(self) -> QwenChain:
+        return QwenChain(self)
+
+    def compaction(self, record: dict) -> str | None:
+        return BOUNDARY if compressed_history(record) is not None else None
+
+    def restarted_with(self, record: dict) -> list[dict]:
+        history = compressed_history(record)
+        return [as_record(content) for content in history] if history is not None else []
+
+    def usage(self, record: dict) -> dict | None:
+        return last_usage(record)
+
+    def call_id(self, record: dict) -> object:
+        """Records sharing a uuid are one record to Qwen Code (their parts joined): one call."""
+        return record.get("uuid") if record.get("type") == "assistant" else None
+
+    def working_folder(self, record: dict) -> str | None:
+        folder = record.get("cwd")
+        return folder if isinstance(folder, str) and folder else None
+
+    def link(self, record: dict) -> tuple[str | None, str | None]:
+        uuid, parent = record.get("uuid"), record.get("parentUuid")
+        return (uuid if isinstance(uuid, str) else None, parent if isinstance(parent, str) else None)
+
+    def set_parent(self, record: dict, parent: str | None) -> None:
+        record["parentUuid"] = parent
+
+    def summary_records(
+        self,
+        text: str,
+        *,
+        context_records: list[dict],
+        pre_tokens: int | None = None,
+        now: datetime | None = None,
+        new_uuid: Callable[[], str] | None = None,
+    ) -> list[dict]:
+        raise NotImplementedError  # written with the Content parts (summary_history)
+
+    def tool_uses(self, record: dict) -> Iterator:
+        return iter(self.scan(record)[0])
+
+
+QWEN_CODE = QwenCodeDialect()
+
+
+def _iso_millis(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
