@@ -4,8 +4,11 @@ record and its usage, on records written for these tests in the shape Qwen Code 
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
+from helpers.cli import run_cli
 
 from compactcli.dialects.base import BOUNDARY, NO, PROVES
 from compactcli.dialects.qwen_code import QWEN_CODE, QwenChain
@@ -200,8 +203,192 @@ def test_records_of_one_uuid_are_one_call():
     assert QWEN_CODE.call_id(user("u1", None, "x")) is None
 
 
+def test_queued_prompts_are_not_the_users_words():
+    assert QWEN_CODE.is_user_words(user("u1", None, "fix it"))
+    assert not QWEN_CODE.is_user_words({**user("u2", "u1", "nightly check"), "subtype": "cron"})
+    assert not QWEN_CODE.is_user_words({**user("u3", "u2", "agent done"), "subtype": "notification"})
+
+
 def test_link_and_relink():
     each = model("a1", "u1", "x")
     assert QWEN_CODE.link(each) == ("a1", "u1")
     QWEN_CODE.set_parent(each, "c9")
     assert json.loads(json.dumps(each))["parentUuid"] == "c9"
+
+
+# --- every command, on the sample and on records written here ---------------------------------------------
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "qwen-code" / "session.jsonl"
+PLACEHOLDER = "[Previous: used run_shell_command]"
+
+
+def lines_of(path: Path) -> list[dict]:
+    return [json.loads(raw) for raw in path.read_bytes().splitlines()]
+
+
+def responses(records: list[dict]) -> dict[str, tuple[int, object]]:
+    """call id -> (line, output) of every functionResponse in the file, compressed histories included."""
+    found: dict[str, tuple[int, object]] = {}
+    for line, each in enumerate(records, 1):
+        contents = [each["message"]] if "message" in each else []
+        contents += (each.get("systemPayload") or {}).get("compressedHistory") or []
+        for content in contents:
+            for part in content["parts"]:
+                if "functionResponse" in part:
+                    answer = part["functionResponse"]
+                    found[answer["id"]] = (line, answer["response"].get("output", answer["response"]))
+    return found
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Path:
+    path = tmp_path / "3c9e41d7-52b8-4f0a-a1e6-7d2f90b4c815.jsonl"
+    shutil.copyfile(SAMPLE, path)
+    return path
+
+
+def test_the_sample_is_read_as_qwen_code_and_is_valid(session):
+    done = run_cli("validate", "--json", session, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["stats"]["dialect"] == "qwen-code"
+
+
+def test_micro_clears_old_outputs_and_their_ui_copies_and_nothing_else(session):
+    before = session.read_bytes()
+    old = lines_of(session)
+    done = run_cli("micro", "--keep", "1", session, text=True)
+    assert done.returncode == 0, done.stderr
+    new = lines_of(session)
+    was, now = responses(old), responses(new)
+    shell = [
+        call
+        for call, (line, _) in was.items()
+        if old[line - 1]["message"]["parts"][0]["functionResponse"]["name"] == "run_shell_command"
+    ]
+    assert len(shell) == 3
+    assert [now[call][1] for call in shell[:2]] == [PLACEHOLDER] * 2  # the last output is kept
+    assert now[shell[2]] == was[shell[2]]
+    read = next(
+        call
+        for call, (line, _) in was.items()
+        if old[line - 1]["message"]["parts"][0]["functionResponse"]["name"] == "read_file"
+    )
+    assert now[read] == was[read]  # Qwen Code's read tool is preserved
+    changed = {line for call in shell[:2] for line in [was[call][0]]}
+    for line in changed:
+        copy = new[line - 1]["toolCallResult"]
+        assert copy["resultDisplay"] == PLACEHOLDER and copy["callId"] in shell
+    for number, (a, b) in enumerate(
+        zip(before.splitlines(), session.read_bytes().splitlines(), strict=True), 1
+    ):
+        if number not in changed:
+            assert a == b, number  # byte for byte
+    done = run_cli("micro", "--keep", "1", session, text=True)
+    assert "0 files compacted, 1 unchanged" in done.stderr  # idempotent
+
+
+def test_micro_clears_an_output_inside_a_compressed_history(tmp_path):
+    long_output = "Output: " + "x" * 400
+    history = [
+        {"role": "user", "parts": [{"text": "<state_snapshot>s</state_snapshot>"}]},
+        {"role": "model", "parts": [{"text": "Got it. Thanks for the additional context!"}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "run_shell_command", "args": {}}}]},
+        {
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "id": "c1",
+                        "name": "run_shell_command",
+                        "response": {"output": long_output},
+                    }
+                }
+            ],
+        },
+    ]
+    records = [user("u1", None, "go"), compression("c", "u1", history), user("u2", "c", "next")]
+    records += [
+        record(
+            "a2",
+            "u2",
+            "assistant",
+            message={
+                "role": "model",
+                "parts": [{"functionCall": {"id": "c2", "name": "grep_search", "args": {}}}],
+            },
+        ),
+        record(
+            "r2",
+            "a2",
+            "tool_result",
+            message={
+                "role": "user",
+                "parts": [
+                    {
+                        "functionResponse": {
+                            "id": "c2",
+                            "name": "grep_search",
+                            "response": {"output": long_output},
+                        }
+                    }
+                ],
+            },
+        ),
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = run_cli("micro", "--keep", "1", path, text=True)
+    assert done.returncode == 0, done.stderr
+    found = responses(lines_of(path))
+    assert found["c1"] == (2, PLACEHOLDER)
+    assert found["c2"] == (5, long_output)
+    done = run_cli("validate", path, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_unanswered_call_before_the_next_prompt_is_reported(tmp_path):
+    call = {"functionCall": {"id": "c1", "name": "run_shell_command", "args": {}}}
+    records = [
+        user("u1", None, "go"),
+        record("a1", "u1", "assistant", message={"role": "model", "parts": [call]}),
+        user("u2", "a1", "and?"),
+        model("a2", "u2", "..."),
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = run_cli("validate", "--json", path, text=True)
+    assert done.returncode == 1
+    assert "missing-tool-result" in done.stdout
+
+
+def test_estimate_usage_is_the_last_calls_usage_metadata(session):
+    last = [r for r in lines_of(session) if r["type"] == "assistant"][-1]["usageMetadata"]
+    done = run_cli("estimate", "--method", "usage", "--json", session, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["stats"]["tokens"] == last["promptTokenCount"]
+
+
+def test_summarize_writes_a_chat_compression_the_kept_records_hang_from(session):
+    old = lines_of(session)
+    done = run_cli("summarize", "--backend", "digest", "--keep-last", "2", session, text=True)
+    assert done.returncode == 0, done.stderr
+    new = lines_of(session)
+    written = new[0]
+    assert written["type"] == "system" and written["subtype"] == "chat_compression"
+    assert written["parentUuid"] is None
+    identity = ("sessionId", "cwd", "version", "gitBranch")
+    assert {k: written[k] for k in identity} == {k: old[-1][k] for k in identity}
+    history = written["systemPayload"]["compressedHistory"]
+    assert [c["role"] for c in history] == ["user", "model"]
+    assert history[0]["parts"][0]["text"].startswith("[Conversation compressed. Transcript: ")
+    assert history[1]["parts"] == [{"text": "Got it. Thanks for the additional context!"}]
+    assert written["systemPayload"]["info"]["compressionStatus"] == 1
+    kept = new[1:]
+    assert kept[0]["parentUuid"] == written["uuid"]  # relinked; the rest of the chain as it was
+    assert kept[1:] == old[len(old) - len(kept) + 1 :]
+    assert kept[0] == {**old[len(old) - len(kept)], "parentUuid": written["uuid"]}
+    assert (
+        sum(r["type"] == "assistant" for r in kept) == 2
+    )  # --keep-last 2 keeps the last call with its answer
+    done = run_cli("validate", session, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -13,14 +13,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
+from compactcli.dialects import gemini_parts as parts_of
 from compactcli.dialects.base import (
+    BLOCKS,
     BOUNDARY,
     MAIN,
     NO,
     NOTHING_SCANNED,
     PROVES,
     Dialect,
+    FileAccess,
+    Image,
     Scan,
+    ToolResult,
+    ToolUse,
+    named_file_access,
 )
 from compactcli.dialects.foreign import is_qwen_record
 
@@ -145,10 +152,28 @@ class QwenChain:
         return len(ordered) == self._count and all(a < b for a, b in zip(ordered, ordered[1:], strict=False))
 
 
+class ContentView:
+    """What the model is sent of each message: its Content as an Anthropic-shaped message (normalize).
+    Given as a view so that what counts the raw records (calibrate) reads roles and parts as sent."""
+
+    def __init__(self, dialect: QwenCodeDialect) -> None:
+        self._dialect = dialect
+
+    def add(self, record: dict) -> None:
+        pass
+
+    def normalize(self, record: dict) -> dict | None:
+        return self._dialect.normalize(record)
+
+
 class QwenCodeDialect(Dialect):
     name = "qwen-code"
     title = "a Qwen Code session"
     one_message_per_line = False  # system records (telemetry, titles, snapshots) pass through
+    results_first = False  # Qwen Code sends a turn's answers as tool messages before its other parts
+    # What every call sends that the file does not hold: Qwen Code 0.15.10's system prompt, its 15 tool
+    # definitions and the environment context, as bytes / 4 of the request the agent tier saw.
+    default_overhead = 19_400
 
     def fit(self, record: dict) -> int:
         kind = record.get("type")
@@ -161,6 +186,9 @@ class QwenCodeDialect(Dialect):
         if record.get("type") in MESSAGE_TYPES and isinstance(message, dict):
             return message
         return None
+
+    def new_view(self, *, remember: bool = False) -> ContentView:
+        return ContentView(self)
 
     def new_order(self) -> QwenChain:
         return QwenChain(self)
@@ -179,6 +207,10 @@ class QwenCodeDialect(Dialect):
         """Records sharing a uuid are one record to Qwen Code (their parts joined): one call."""
         return record.get("uuid") if record.get("type") == "assistant" else None
 
+    def is_user_words(self, record: dict) -> bool:
+        """A prompt a cron job or a background agent's notification put in the user's turn: not theirs."""
+        return record.get("subtype") not in ("cron", "notification")
+
     def working_folder(self, record: dict) -> str | None:
         folder = record.get("cwd")
         return folder if isinstance(folder, str) and folder else None
@@ -190,6 +222,99 @@ class QwenCodeDialect(Dialect):
     def set_parent(self, record: dict, parent: str | None) -> None:
         record["parentUuid"] = parent
 
+    def normalize(self, record: dict) -> dict | None:
+        message = self.message(record)
+        return parts_of.content_message(message) if message is not None else None
+
+    def scan(self, record: dict) -> tuple[list[ToolUse], list[ToolResult]]:
+        uses: list[ToolUse] = []
+        results: list[ToolResult] = []
+        for slot, (parts, index) in enumerate(_part_places(record)):
+            part = parts[index]
+            call, response = part.get("functionCall"), part.get("functionResponse")
+            if isinstance(call, dict) and parts_of.given_id(call):
+                uses.append(ToolUse(call["id"], parts_of.name_of(call)))
+            elif isinstance(response, dict):
+                results.append(
+                    ToolResult(parts_of.given_id(response), slot, parts_of.response_content(response))
+                )
+        return uses, results
+
+    def tool_uses(self, record: dict) -> Iterator[ToolUse]:
+        return iter(self.scan(record)[0])
+
+    def tool_results(self, record: dict) -> list[ToolResult]:
+        return self.scan(record)[1]
+
+    def set_result_content(self, record: dict, slot: int, content: object) -> None:
+        """The functionResponse's output becomes `content` (`{"output": ...}`, as Qwen Code's tools answer),
+        and the UI's copy of it on the same record (`toolCallResult`) is cleared with it."""
+        parts, index = _part_places(record)[slot]
+        response = parts[index]["functionResponse"]
+        text = content if isinstance(content, str) else str(content)
+        parts_of.clear_response(response, text)
+        copy = record.get("toolCallResult")
+        if isinstance(copy, dict) and copy.get("callId") == response.get("id"):
+            if "resultDisplay" in copy:
+                copy["resultDisplay"] = text
+            if isinstance(copy.get("responseParts"), list):  # older versions keep the parts sent as well
+                copy["responseParts"] = [{"functionResponse": dict(response)}]
+
+    # -- micro's strategies (docs/design.md, "Micro strategies") --
+
+    def file_accesses(self, record: dict) -> list[FileAccess]:
+        found: list[FileAccess] = []
+        for parts, index in _part_places(record):
+            call = parts[index].get("functionCall")
+            if isinstance(call, dict) and parts_of.given_id(call):
+                access = named_file_access(call["id"], parts_of.name_of(call), call.get("args"))
+                if access is not None:
+                    found.append(access)
+        return found
+
+    def failed_calls(self, record: dict) -> list[str]:
+        """Calls answered with `{"error": ...}` (Qwen Code's answer when a tool fails or refuses)."""
+        failed: list[str] = []
+        for parts, index in _part_places(record):
+            response = parts[index].get("functionResponse")
+            body = response.get("response") if isinstance(response, dict) else None
+            if isinstance(body, dict) and "error" in body and parts_of.given_id(response):
+                failed.append(response["id"])
+        return failed
+
+    def images(self, record: dict) -> list[Image]:
+        message = self.message(record)
+        return parts_of.images(message.get("parts") or []) if message is not None else []
+
+    def replace_images(self, record: dict, which: frozenset[int]) -> None:
+        message = self.message(record)
+        if message is not None and isinstance(message.get("parts"), list):
+            parts_of.replace_images(message["parts"], which)
+
+    def thinking(self, record: dict) -> str | None:
+        """Thought parts of a model turn: removed from the record (never the record itself, whose
+        uuid holds the chain together; a turn left without parts is one Qwen Code skips when it sends)."""
+        message = self.message(record)
+        if record.get("type") != "assistant" or message is None:
+            return None
+        parts = message.get("parts")
+        if isinstance(parts, list) and any(isinstance(p, dict) and p.get("thought") is True for p in parts):
+            return BLOCKS
+        return None
+
+    def drop_thinking(self, record: dict) -> None:
+        message = record["message"]
+        message["parts"] = [
+            p for p in message["parts"] if not (isinstance(p, dict) and p.get("thought") is True)
+        ]
+
+    drops_thinking_says = "drop the thought parts of an earlier turn (--drop-thinking)"
+
+    def stays_on_top(self, record: dict) -> bool:
+        return (
+            record.get("type") == "system" and record.get("subtype") == "custom_title"
+        )  # the session's name
+
     def summary_records(
         self,
         text: str,
@@ -199,10 +324,50 @@ class QwenCodeDialect(Dialect):
         now: datetime | None = None,
         new_uuid: Callable[[], str] | None = None,
     ) -> list[dict]:
-        raise NotImplementedError  # written with the Content parts (summary_history)
+        """What Qwen Code writes when it compresses the chat (`recordChatCompression`): a `system` record,
+        subtype `chat_compression`, whose `compressedHistory` is the summary as the user's Content and the
+        model's acknowledgement; its identity is the last of `context_records` that has one, its
+        parentUuid null (the records before it are summarized: the kept ones are relinked to it)."""
+        import uuid  # only here: a compaction is written
 
-    def tool_uses(self, record: dict) -> Iterator:
-        return iter(self.scan(record)[0])
+        make_uuid = new_uuid or (lambda: str(uuid.uuid4()))
+        source = next((r for r in reversed(context_records) if "sessionId" in r), {})
+        identity = {key: source[key] for key in IDENTITY if key in source}
+        history = [
+            {"role": "user", "parts": [{"text": text}]},
+            {"role": "model", "parts": [{"text": ACKNOWLEDGEMENT}]},
+        ]
+        info = {
+            "originalTokenCount": pre_tokens or 0,
+            "newTokenCount": len(text.encode()) // 4,
+            "compressionStatus": 1,  # COMPRESSED
+        }
+        record = {
+            "uuid": make_uuid(),
+            "parentUuid": None,
+            **identity,
+            "timestamp": _iso_millis(now or datetime.now(UTC)),
+            "type": "system",
+            "subtype": COMPRESSION,
+            "systemPayload": {"info": info, "compressedHistory": history},
+        }
+        return [record]
+
+
+def _part_places(record: dict) -> list[tuple[list, int]]:
+    """(parts, index) of each part a record holds, in order: its message's, or a compression's history's
+    (the Contents one after another). A part's place in this list is its result slot."""
+    if record.get("type") in MESSAGE_TYPES:
+        message = record.get("message")
+        contents = [message] if isinstance(message, dict) else []
+    else:
+        contents = compressed_history(record) or []
+    places: list[tuple[list, int]] = []
+    for content in contents:
+        parts = content.get("parts")
+        if isinstance(parts, list):
+            places.extend((parts, index) for index, part in enumerate(parts) if isinstance(part, dict))
+    return places
 
 
 QWEN_CODE = QwenCodeDialect()
