@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 PROPERTY = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-DIALECTS = ("anthropic", "claude-code", "openai", "codex")
+DIALECTS = ("anthropic", "claude-code", "openai", "codex", "qwen-code")
 JUNK = (b"not json at all\n", b'{"torn": "half a rec\n', b"[1, 2, 3]\n")
 
 
