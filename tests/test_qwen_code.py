@@ -392,3 +392,30 @@ def test_summarize_writes_a_chat_compression_the_kept_records_hang_from(session)
     )  # --keep-last 2 keeps the last call with its answer
     done = run_cli("validate", session, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_micro_leaves_a_rewound_branch_as_it_is(tmp_path):
+    """The rewound turns are no part of what Qwen Code resumes: micro neither counts nor clears them."""
+    output = "Output: " + "y" * 400
+
+    def answered(n: int, parent: str) -> list[dict]:
+        call = {"functionCall": {"id": f"c{n}", "name": "run_shell_command", "args": {}}}
+        answer = {
+            "functionResponse": {"id": f"c{n}", "name": "run_shell_command", "response": {"output": output}}
+        }
+        return [
+            record(f"a{n}", parent, "assistant", message={"role": "model", "parts": [call]}),
+            record(f"r{n}", f"a{n}", "tool_result", message={"role": "user", "parts": [answer]}),
+        ]
+
+    records = [user("u1", None, "go"), *answered(1, "u1"), user("u2", "r1", "taken back"), *answered(2, "u2")]
+    records += [record("w", "r1", "system", subtype="rewind", systemPayload={}), user("u3", "w", "instead")]
+    records += answered(3, "u3")
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = run_cli("micro", "--keep", "1", path, text=True)
+    assert done.returncode == 0, done.stderr
+    found = responses(lines_of(path))
+    assert found["c1"][1] == PLACEHOLDER  # on the chain, older than the last one
+    assert found["c2"][1] == output  # on the rewound branch
+    assert found["c3"][1] == output  # the last on the chain
