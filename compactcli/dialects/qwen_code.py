@@ -111,6 +111,7 @@ class QwenChain:
         self._parent: dict[str, str | None] = {}  # uuid -> parent its first record names
         self._last: str | None = None
         self._count = 0
+        self._ordered: tuple[int, list[tuple[int, int]]] | None = None  # (records added, order) once asked
 
     def add(self, line: int, offset: int, record: dict) -> str:
         uuid = record.get("uuid")
@@ -142,10 +143,12 @@ class QwenChain:
         return path[::-1]
 
     def order(self) -> list[tuple[int, int]]:
-        out: list[tuple[int, int]] = []
-        for uuid in self._path():
-            out.extend(self._places[uuid])
-        return out
+        if self._ordered is None or self._ordered[0] != self._count:
+            out: list[tuple[int, int]] = []
+            for uuid in self._path():
+                out.extend(self._places[uuid])
+            self._ordered = (self._count, out)
+        return self._ordered[1]
 
     def in_file_order(self) -> bool:
         ordered = self.order()
@@ -227,17 +230,27 @@ class QwenCodeDialect(Dialect):
         return parts_of.content_message(message) if message is not None else None
 
     def scan(self, record: dict) -> tuple[list[ToolUse], list[ToolResult]]:
+        """One walk over the parts (micro asks it of every record); slots as `_part_places` numbers them."""
         uses: list[ToolUse] = []
         results: list[ToolResult] = []
-        for slot, (parts, index) in enumerate(_part_places(record)):
-            part = parts[index]
-            call, response = part.get("functionCall"), part.get("functionResponse")
-            if isinstance(call, dict) and parts_of.given_id(call):
-                uses.append(ToolUse(call["id"], parts_of.name_of(call)))
-            elif isinstance(response, dict):
-                results.append(
-                    ToolResult(parts_of.given_id(response), slot, parts_of.response_content(response))
-                )
+        slot = 0
+        for content in _contents(record):
+            parts = content.get("parts")
+            if type(parts) is not list:
+                continue
+            for part in parts:
+                if type(part) is not dict:
+                    continue
+                if "functionCall" in part:
+                    call = part["functionCall"]
+                    if type(call) is dict and parts_of.given_id(call):
+                        uses.append(ToolUse(call["id"], parts_of.name_of(call)))
+                elif "functionResponse" in part:
+                    answer = part["functionResponse"]
+                    if type(answer) is dict:
+                        content_seen = parts_of.response_content(answer)
+                        results.append(ToolResult(parts_of.given_id(answer), slot, content_seen))
+                slot += 1
         return uses, results
 
     def tool_uses(self, record: dict) -> Iterator[ToolUse]:
@@ -354,14 +367,20 @@ class QwenCodeDialect(Dialect):
         return [record]
 
 
+def _contents(record: dict) -> list[dict] | tuple[dict, ...]:
+    """The Contents a record holds: its message, or a compression's history."""
+    if record.get("type") in MESSAGE_TYPES:
+        message = record.get("message")
+        return (message,) if type(message) is dict else ()
+    if record.get("type") == "system" and record.get("subtype") == COMPRESSION:
+        return compressed_history(record) or ()
+    return ()
+
+
 def _part_places(record: dict) -> list[tuple[list, int]]:
     """(parts, index) of each part a record holds, in order: its message's, or a compression's history's
     (the Contents one after another). A part's place in this list is its result slot."""
-    if record.get("type") in MESSAGE_TYPES:
-        message = record.get("message")
-        contents = [message] if isinstance(message, dict) else []
-    else:
-        contents = compressed_history(record) or []
+    contents = _contents(record)
     places: list[tuple[list, int]] = []
     for content in contents:
         parts = content.get("parts")
