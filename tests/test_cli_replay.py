@@ -561,6 +561,11 @@ def expected_calls(path: Path, dialect: str) -> int:
                 calls += total != last_id
                 last_id = total
             continue
+        if dialect == "pi":  # an error or aborted message is never sent again
+            message = record.get("message") if record.get("type") == "message" else None
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                calls += message.get("stopReason") not in ("error", "aborted")
+            continue
         if dialect != "claude-code":
             calls += record.get("role") == "assistant"
             continue

@@ -165,7 +165,12 @@ class ModelSummarizer:
             self._client = api.make_client(timeout=self.timeout, max_retries=self.max_retries)
         self.calls += 1
         reply = api.complete(
-            self._client, model=self.model, system=SYSTEM_PROMPT, user=user, max_tokens=self.summary_tokens
+            self._client,
+            model=self.model,
+            system=SYSTEM_PROMPT,
+            user=user,
+            max_tokens=self.summary_tokens,
+            redact=self.redact,
         )
         if not self.redact:
             return reply

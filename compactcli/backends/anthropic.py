@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from compactcli.core.constants import DEFAULT_MODEL
 from compactcli.core.errors import Unavailable
+from compactcli.core.redact import redact_request
 
 if TYPE_CHECKING:
     import anthropic
@@ -83,8 +84,17 @@ def make_client(*, timeout: float | None = None, max_retries: int = 2) -> anthro
         raise ApiUnavailable(f"Anthropic API unavailable: {_one_line(str(err))}{hint}") from err
 
 
-def complete(client: anthropic.Anthropic, *, model: str, system: str, user: str, max_tokens: int) -> str:
-    """One Messages call with a single user turn; returns the text of the reply."""
+def complete(
+    client: anthropic.Anthropic,
+    *,
+    model: str,
+    system: str,
+    user: str,
+    max_tokens: int,
+    redact: bool = True,
+) -> str:
+    """One Messages call with a single user turn; returns the text of the reply. What is sent is
+    redacted unless `redact` is False (--no-redact)."""
     import anthropic
 
     params: dict[str, Any] = {
@@ -94,6 +104,7 @@ def complete(client: anthropic.Anthropic, *, model: str, system: str, user: str,
     }
     if system:
         params["system"] = system
+    params, _ = redact_request(params, enabled=redact)
     try:
         message = client.messages.create(**params)
     except (anthropic.AnthropicError, TypeError) as err:
@@ -117,11 +128,13 @@ def count_tokens(
     model: str,
     messages: list[dict[str, Any]],
     system: str | None = None,
+    redact: bool = True,
 ) -> int:
     """Exact input tokens of `messages` (`messages.count_tokens`).
 
     Messages with role "system" (normalized OpenAI transcripts) go into `system`, since the API
-    only takes user and assistant turns.
+    only takes user and assistant turns. A count is a request to the model's endpoint like any
+    other: what is sent is redacted unless `redact` is False (--no-redact).
     """
     import anthropic
 
@@ -129,6 +142,7 @@ def count_tokens(
     params: dict[str, Any] = {"model": model, "messages": turns}
     if system_text:
         params["system"] = system_text
+    params, _ = redact_request(params, enabled=redact)
     try:
         counted = client.messages.count_tokens(**params)
     except (anthropic.AnthropicError, TypeError) as err:
@@ -144,9 +158,11 @@ def count_tokens(
 # -- Message Batches ---------------------------------------------------------------------------
 
 
-def batch_request(custom_id: str, *, model: str, system: str, user: str, max_tokens: int) -> dict:
-    """One entry for `create_batch`: the same call as `complete`, tagged with `custom_id`
-    (1 to 64 characters of letters, digits, `_` and `-`)."""
+def batch_request(
+    custom_id: str, *, model: str, system: str, user: str, max_tokens: int, redact: bool = True
+) -> dict:
+    """One entry for `create_batch`: the same call as `complete` (redacted alike), tagged with
+    `custom_id` (1 to 64 characters of letters, digits, `_` and `-`)."""
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
@@ -154,6 +170,7 @@ def batch_request(custom_id: str, *, model: str, system: str, user: str, max_tok
     }
     if system:
         params["system"] = system
+    params, _ = redact_request(params, enabled=redact)
     return {"custom_id": custom_id, "params": params}
 
 

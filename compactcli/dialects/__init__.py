@@ -23,6 +23,7 @@ MODULES: dict[str, tuple[str, str]] = {
     "claude-code": ("claude_code", "CLAUDE_CODE"),
     "openai": ("openai", "OPENAI"),
     "codex": ("codex", "CODEX"),
+    "pi": ("pi", "PI"),
     "qwen-code": ("qwen_code", "QWEN_CODE"),
 }
 NAMES = tuple(MODULES)
@@ -87,6 +88,7 @@ __all__ = [
     "MODULES",
     "NAMES",
     "OPENAI",
+    "PI",
     "SUMMARY",
     "ConversationTracker",
     "Dialect",

@@ -86,6 +86,21 @@ class MicroOptions:
         ]
         return [name for name in named if name]
 
+    def manifest_record(self) -> dict:
+        """The options as the archive manifest records them; the strategies only when one is on, so
+        that the manifest of a default run stays as it was before there were strategies."""
+        record = {
+            "keep": self.keep,
+            "min_chars": self.min_chars,
+            "preserve": sorted(self.preserve),
+            "placeholder": self.placeholder,
+            "clear_multimodal": self.clear_multimodal,
+            "trigger_tokens": self.trigger_tokens,
+        }
+        if self.strategies:
+            record["strategies"] = self.strategies
+        return record
+
     def placeholder_for(self, fact: ResultFact, tool_name: str, superseded: bool = False) -> str | Cut | None:
         """What the result becomes if it is old enough to clear (or `superseded`: a newer copy of the
         file is in the context, so even a preserved tool's result goes), or None when it is kept."""

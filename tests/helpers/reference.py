@@ -92,6 +92,9 @@ def _message(record: dict, dialect: str) -> dict | None:
     if dialect == "claude-code":
         inner = record.get("message")
         return inner if record.get("type") in ("user", "assistant") and isinstance(inner, dict) else None
+    if dialect == "pi":  # a `message` entry's AgentMessage
+        inner = record.get("message")
+        return inner if record.get("type") == "message" and isinstance(inner, dict) else None
     return record if "role" in record else None
 
 
@@ -120,6 +123,10 @@ def tool_uses(record: dict, dialect: str) -> Iterator[tuple[str, str]]:
             yield call["id"], function["name"] if isinstance(function, dict) else call["name"]
         return
     for block in _blocks(message):
+        if dialect == "pi":
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                yield block["id"], block["name"]
+            continue
         if isinstance(block, dict) and block.get("type") == "tool_use":
             yield block["id"], block["name"]
         elif isinstance(block, str) and (found := _SDK_TOOL_USE.match(block)):
@@ -158,6 +165,14 @@ def tool_results(records: list[dict], dialect: str) -> list[Result]:
         message = _message(record, dialect)
         if message is None:
             continue
+        if dialect == "pi":
+            if message.get("role") == "toolResult":
+                content = message.get("content")
+                # One text block reads as its text: what micro writes a placeholder as.
+                if isinstance(content, list) and len(content) == 1 and content[0].get("type") == "text":
+                    content = content[0].get("text")
+                found.append(Result(line, -1, message.get("toolCallId"), content, conversation))
+            continue
         if dialect == "openai":
             if message.get("role") == "tool":
                 found.append(
@@ -186,6 +201,10 @@ def set_content(record: dict, dialect: str, result: Result, content: object) -> 
         return
     message = _message(record, dialect)
     assert message is not None
+    if dialect == "pi":  # content is a list of blocks; the UI's copy (details) goes
+        message["content"] = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        message.pop("details", None)
+        return
     if result.slot < 0:
         message["content"] = content
     else:

@@ -15,8 +15,6 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-DIALECTS = ("anthropic", "claude-code", "openai")
-
 # Pieces that tool output is made of: code, tracebacks, CJK, quotes and backslashes (which the
 # SDK reprs must escape), tabs and a JSON fragment.
 PIECES = (
@@ -605,16 +603,19 @@ def _qwen_code(draw: st.DrawFn) -> list[dict[str, Any]]:
 def conversations(dialect: str) -> st.SearchStrategy[list[dict[str, Any]]]:
     """Valid conversations in `dialect` (anthropic | claude-code | openai | codex | qwen-code), one dict
     per line."""
-    strategies = {
-        "anthropic": _anthropic,
-        "claude-code": _claude_code,
-        "openai": _openai,
-        "codex": _codex,
-        "qwen-code": _qwen_code,
-    }
-    if dialect not in strategies:
-        raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
-    return strategies[dialect]()
+    if dialect not in GENERATORS:
+        raise ValueError(f"no generator for dialect {dialect!r}; one of {', '.join(GENERATORS)}")
+    return GENERATORS[dialect]()
+
+
+# dialect -> its strategy; tests/test_dialect_coverage.py checks that every dialect has one
+GENERATORS = {
+    "anthropic": _anthropic,
+    "claude-code": _claude_code,
+    "openai": _openai,
+    "codex": _codex,
+    "qwen-code": _qwen_code,
+}
 
 
 def jsonl_bytes(records: list[dict[str, Any]], *, style: str = "compact") -> bytes:

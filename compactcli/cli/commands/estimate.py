@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 
 from compactcli.cli.options import cache_option, input_options
-from compactcli.core.constants import ESTIMATE_FORMATS, ESTIMATE_METHOD, METHODS, NO_USAGE, OVER, STDIN, UNDER
+from compactcli.core.constants import ESTIMATE_METHOD, METHODS, NO_USAGE, OVER, STDIN, UNDER
 from compactcli.core.errors import EXIT_CODES_HELP, OK
-from compactcli.report import Outcome, Report
+from compactcli.report import COMMAND_FORMATS, Outcome, Report
 from compactcli.run.settings import Inputs
 
 # --- the command ---------------------------------------------------------------------------------
@@ -78,7 +78,7 @@ Examples:
     help=HELP,
     epilog=EXIT_CODES_HELP + " Here 1: a file is over --max-tokens, or cannot be checked.",
 )
-@input_options(formats=ESTIMATE_FORMATS)
+@input_options(formats=COMMAND_FORMATS["estimate"])
 @click.option(
     "--method",
     type=click.Choice(METHODS),
