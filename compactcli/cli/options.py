@@ -372,21 +372,26 @@ class SummarizerSettings:
     timeout: float | None
     max_retries: int
     no_redact: bool
+    base_url: str | None = None
 
     def make(self) -> Summarizer:
         """The summarizer (`auto` resolved); nothing is sent, and the SDK is not imported, before its
-        first call."""
+        first call. A backend missing a setting it needs (openai's --model) is a usage error."""
         from compactcli.backends import make_summarizer
 
-        return make_summarizer(
-            self.backend,
-            model=self.model,
-            summary_tokens=self.summary_tokens,
-            timeout=self.timeout,
-            max_input_tokens=self.max_input_tokens,
-            max_retries=self.max_retries,
-            redact=not self.no_redact,
-        )
+        try:
+            return make_summarizer(
+                self.backend,
+                model=self.model,
+                summary_tokens=self.summary_tokens,
+                timeout=self.timeout,
+                max_input_tokens=self.max_input_tokens,
+                max_retries=self.max_retries,
+                redact=not self.no_redact,
+                base_url=self.base_url,
+            )
+        except ValueError as err:
+            raise click.UsageError(str(err)) from None
 
 
 def say_api_counting(command: str, summarizer: Summarizer, method: str, redact: bool, quiet: bool) -> None:
@@ -425,7 +430,18 @@ def summarizer_options() -> Callable:
             show_default=True,
             help="Who writes the summary (see above).",
         ),
-        click.option("--model", default=None, help="Model for the anthropic backend (see above)."),
+        click.option(
+            "--model",
+            default=None,
+            help="Model the backend asks for (see above); needed by --backend openai.",
+        ),
+        click.option(
+            "--base-url",
+            default=None,
+            metavar="URL",
+            help="--backend openai: the server's OpenAI-compatible API, e.g. http://localhost:11434/v1 "
+            "(default: $OPENAI_BASE_URL, else OpenAI's).",
+        ),
         click.option(
             "--summary-tokens",
             type=click.IntRange(64),
@@ -444,7 +460,7 @@ def summarizer_options() -> Callable:
             "--timeout",
             type=click.FloatRange(0, min_open=True),
             default=None,
-            help="Seconds per API attempt (default: the SDK's).",
+            help="Seconds per API attempt (default: 120), or for an agent CLI's whole run (default: 600).",
         ),
         click.option(
             "--max-retries",

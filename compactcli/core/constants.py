@@ -21,7 +21,7 @@ DEFAULT_METHOD = "heuristic"  # for the thresholds of micro, summarize and repla
 ESTIMATE_METHOD = "auto"  # estimate's: what the next call would send (docs/design.md, "Estimate")
 
 # summaries (layers/summarize.py, backends/)
-BACKENDS = ("auto", "anthropic", "digest")
+BACKENDS = ("auto", "anthropic", "openai", "claude-code", "codex", "digest")
 DEFAULT_SUMMARY_TOKENS = 8192
 DEFAULT_MAX_INPUT_TOKENS = 150_000
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the anthropic backend's

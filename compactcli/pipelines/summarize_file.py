@@ -39,9 +39,11 @@ import orjson
 from compactcli.core import redact as redaction
 from compactcli.core.errors import BadInput, Unavailable
 from compactcli.core.jsonio import dumps_like, plain
+from compactcli.counting.pricing import cost_usd, price_of
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.dialects.base import USER_MESSAGES_TOKENS
 from compactcli.layers.summarize import (
+    PROMPT_OVERHEAD,
     SUMMARY_PREFIX,
     Summarizer,
     UserMessages,
@@ -251,6 +253,16 @@ class SummaryEdit:
         calls = getattr(self.summarizer, "calls", None)
         if calls is not None:
             self.stats["api_calls"] = calls
+        usage = getattr(self.summarizer, "usage", None)
+        if usage is not None and usage.requests:
+            self.stats["model"] = usage.model or self.summarizer.model
+            self.stats["input_tokens"] = usage.input_tokens
+            self.stats["output_tokens"] = usage.output_tokens
+            # "server": every request's tokens as the server counted them; else some are estimated.
+            self.stats["tokens_from"] = "estimate" if usage.estimated else "server"
+            price = price_of(self.stats["model"])
+            if price is not None:
+                self.stats["cost_usd"] = round(cost_usd(price, usage.input_tokens, usage.output_tokens), 6)
 
     def set_summary(self, text: str, backend: str, redactions: dict[str, int]) -> None:
         if getattr(self.summarizer, "redact", True):
@@ -382,7 +394,9 @@ class SummaryEdit:
         yield (
             f"{self.path}: summarize {self.cut} messages (lines {min(summarized)}-{max(summarized)}) "
             f"into one; keep {len(self.top)} lines above it, replace {self.dropped} lines (kept in the "
-            f"archive), keep {kept} messages after it" + (f" (from line {self.cut_line})" if kept else "")
+            f"archive), keep {kept} messages after it"
+            + (f" (from line {self.cut_line})" if kept else "")
+            + (f"; {planned_text(self.stats['planned'])}" if "planned" in self.stats else "")
         )
 
     def diff(self, source: BinaryIO, name: str) -> Iterator[str]:
@@ -587,6 +601,9 @@ def analyze(
     else:
         _place_cut(edit, reader, conversation, offset, lines)
     edit.stats.update(summarized=edit.cut, kept=len(messages) - edit.cut, replaced_lines=edit.dropped)
+    planned = planned_usage(summarizer, heuristic.tokens or 0)
+    if planned:
+        edit.stats["planned"] = planned
     return edit
 
 
@@ -606,6 +623,32 @@ def _append_after(edit: SummaryEdit, reader: _Reader, conversation: _Conversatio
     edit.cut_line = conversation.lines[edit.cut] if kept else edit.stats["lines"] + 1
     edit.context_offsets = tuple(first + reader.records[-1:])
     edit.kept_index = bisect_left(reader.records, first[0]) if kept else None
+
+
+def planned_usage(summarizer: Summarizer | None, tokens: int) -> dict | None:
+    """What a model summary of a context of `tokens` would send and cost, before any request (what
+    --dry-run reports): the requests (one, or a part per budget and the combining), about `tokens` plus
+    the prompt per request in (an upper bound: rendering clips long tool results), at most
+    --summary-tokens out per request, and the price of that where pricing knows the model. None for a
+    summarizer without a model (the digest)."""
+    budget = getattr(summarizer, "budget", None)
+    if not isinstance(budget, int) or summarizer is None:
+        return None
+    parts = max(1, -(-tokens // budget))
+    requests = 1 if parts == 1 else parts + 1
+    out_tokens = requests * int(getattr(summarizer, "summary_tokens", 0))
+    in_tokens = tokens + requests * PROMPT_OVERHEAD + (0 if parts == 1 else out_tokens)
+    model = getattr(summarizer, "model", None)
+    planned = {
+        "requests": requests,
+        "input_tokens": in_tokens,
+        "max_output_tokens": out_tokens,
+        "model": model,
+    }
+    price = price_of(model)
+    if price is not None:
+        planned["max_cost_usd"] = round(cost_usd(price, in_tokens, out_tokens), 6)
+    return planned
 
 
 def _place_cut(
@@ -648,3 +691,17 @@ def _place_cut(
     sources = [offset for offset in reader.sources if offset < edit.cut_offset]
     if sources:  # the dialect names what its compaction is built from (Dialect.feeds_summary)
         edit.context_offsets = tuple(sources)
+
+
+def planned_text(planned: dict) -> str:
+    """What a run would send: `1 request, ~2,345 tokens in, at most 8,192 out, at most $0.0870`."""
+    requests = planned["requests"]
+    text = (
+        f"{requests} request{'s' if requests != 1 else ''}, ~{planned['input_tokens']:,} tokens in, "
+        f"at most {planned['max_output_tokens']:,} out"
+    )
+    if "max_cost_usd" in planned:
+        text += f", at most ${planned['max_cost_usd']:.4f} at {planned['model']}'s price"
+    elif planned.get("model"):
+        text += f" ({planned['model']}: no price known)"
+    return text

@@ -597,6 +597,94 @@ def _qwen_code(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------
+# pi
+
+
+class _PiTree:
+    """A pi session's entries, each the child of the one before (the active path is the whole file)."""
+
+    def __init__(self, seed: int) -> None:
+        self.entries: list[dict[str, Any]] = [
+            {
+                "type": "session",
+                "version": 3,
+                "id": f"{seed:08x}-pi",
+                "timestamp": _pi_time(0),
+                "cwd": "/repo",
+            }
+        ]
+        self.last: str | None = None
+        self.n = 0
+
+    def add(self, kind: str, **fields: Any) -> str:
+        self.n += 1
+        entry_id = f"{self.n:08x}"
+        self.entries.append(
+            {"type": kind, "id": entry_id, "parentId": self.last, "timestamp": _pi_time(self.n), **fields}
+        )
+        self.last = entry_id
+        return entry_id
+
+    def message(self, role: str, content: Any, **fields: Any) -> str:
+        return self.add("message", message={"role": role, "content": content, **fields, "timestamp": self.n})
+
+
+def _pi_time(n: int) -> str:
+    return f"2026-03-14T10:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
+
+
+PI_TOOLS = ("read", "bash", "edit", "write", "grep")
+
+
+@st.composite
+def _pi(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A pi session: the header, a model change, user turns, assistant messages with thinking, text and
+    toolCalls, a toolResult per call (some errors), and now and then a compaction entry that keeps the
+    entries from a user turn on."""
+    tree = _PiTree(draw(st.integers(0, 2**32 - 1)))
+    ids = _Ids("toolu_", draw(st.integers(0, 2**32 - 1)))
+    tree.add("model_change", provider="anthropic", modelId="claude-sonnet-4-5")
+    usage = {"input": 10, "output": 20, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 30}
+    user_turns: list[str] = []
+    for turn in range(draw(st.integers(1, 4))):
+        user_turns.append(tree.message("user", [{"type": "text", "text": draw(prose())}]))
+        if turn and draw(st.integers(0, 3)) == 0:
+            kept = draw(st.sampled_from(user_turns))
+            tree.add("compaction", summary=draw(prose()), firstKeptEntryId=kept, tokensBefore=5000)
+        for _ in range(draw(st.integers(0, 3)) + 1):
+            content: list[dict[str, Any]] = []
+            if draw(st.booleans()):
+                content.append(
+                    {"type": "thinking", "thinking": draw(prose()), "thinkingSignature": "EuYBCkYI"}
+                )
+            calls = [(ids.next(), draw(st.sampled_from(PI_TOOLS))) for _ in range(draw(st.integers(0, 2)))]
+            last = not calls
+            if last or draw(st.booleans()):
+                content.append({"type": "text", "text": draw(prose())})
+            for call_id, name in calls:
+                content.append(
+                    {"type": "toolCall", "id": call_id, "name": name, "arguments": {"path": "a.py"}}
+                )
+            tree.message(
+                "assistant",
+                content,
+                api="anthropic-messages",
+                provider="anthropic",
+                model="claude-sonnet-4-5",
+                usage=usage,
+                stopReason="stop" if last else "toolUse",
+            )
+            for call_id, name in calls:
+                output = [{"type": "text", "text": draw(sized_text())}]
+                tree.message(
+                    "toolResult", output, toolCallId=call_id, toolName=name, isError=draw(st.booleans())
+                )
+            if last:
+                break
+    return tree.entries
+
+
+# ---------------------------------------------------------------------------------------------
 # public API
 
 
@@ -615,6 +703,7 @@ GENERATORS = {
     "openai": _openai,
     "codex": _codex,
     "qwen-code": _qwen_code,
+    "pi": _pi,
 }
 
 

@@ -308,7 +308,7 @@ def replay(
         why = "an API key is set" if summarizer.name == "anthropic" else "no API key or auth token is set"
         click.echo(f"replay: summarizer {summarizer.name} (--backend auto: {why})", err=True)
     combos = list(itertools.product(threshold, keeps))
-    if what_if and summarizer.name == "anthropic" and not quiet:
+    if what_if and summarizer.name != "digest" and not quiet:
         click.echo(f"replay: {len(combos)} combinations; each makes its own summarizer API calls", err=True)
     try:
         with ExitStack() as stack:
@@ -450,7 +450,7 @@ def _compare(
     redact = not summarizer_settings.no_redact
     say_api_counting("replay", summarizer, settings.estimator, redact, quiet)
     plan = runs(settings.thresholds)
-    if summarizer.name == "anthropic" and not quiet:
+    if summarizer.name != "digest" and not quiet:
         click.echo(f"replay: {len(plan)} runs; each makes its own summarizer API calls", err=True)
     try:
         with ExitStack() as stack:
