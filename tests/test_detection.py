@@ -23,7 +23,6 @@ UNKNOWN = {
     "managed-agents-events.jsonl": "Claude Managed Agents event log",
     "gemini-session-document.jsonl": "an older Gemini CLI session",
     "copilot-events.jsonl": "a GitHub Copilot CLI session",
-    "qwen-session.jsonl": "a Qwen Code session",
     "json-array.jsonl": "a JSON array, not JSONL",
     "pretty-array.jsonl": "a JSON array, not JSONL",
     "pretty-document.jsonl": "a pretty-printed JSON document",
@@ -90,6 +89,16 @@ def test_a_pi_session_is_read_as_pi():
 )
 def test_detected_dialect(lines, expected):
     assert detect_dialect(io.BytesIO(b"".join(line + b"\n" for line in lines))) == expected
+
+
+# Fixtures of formats a dialect reads now: every command reads them in it.
+READ = {"qwen-session.jsonl": "qwen-code"}
+
+
+@pytest.mark.parametrize("fixture", READ)
+def test_a_fixture_of_a_read_format_is_read_in_its_dialect(fixture):
+    with open(FORMATS / fixture, "rb") as source:
+        assert detect_dialect(source, fixture) == READ[fixture]
 
 
 def test_a_file_of_text_lines_is_refused():

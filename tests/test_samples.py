@@ -31,6 +31,7 @@ SAMPLE_FILES = {
     "codex/rollout.jsonl": "codex",
     "pi/session.jsonl": "pi",
     "gemini-cli/session.jsonl": "gemini-cli",
+    "qwen-code/session.jsonl": "qwen-code",
 }
 
 Message = tuple[str, list[str], list[str]]  # role, tool_use ids, tool_result ids
@@ -184,12 +185,32 @@ def gemini_cli_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
     return [msgs]
 
 
+def qwen_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
+    """Gemini Contents (functionCall / functionResponse parts, paired by id); a chat_compression record
+    starts a segment with its compressedHistory. The sample is one chain, in file order."""
+
+    def message(content: dict[str, Any]) -> Message:
+        parts = content["parts"]
+        uses = [p["functionCall"]["id"] for p in parts if "functionCall" in p]
+        results = [p["functionResponse"]["id"] for p in parts if "functionResponse" in p]
+        return ("assistant" if content["role"] == "model" else "user", uses, results)
+
+    segments: list[list[Message]] = [[]]
+    for r in records:
+        if r["type"] == "system" and r.get("subtype") == "chat_compression":
+            segments.append([message(c) for c in r["systemPayload"]["compressedHistory"]])
+        elif r["type"] in ("user", "assistant", "tool_result"):
+            segments[-1].append(message(r["message"]))
+    return segments
+
+
 MESSAGES = {
     "anthropic": anthropic_messages,
     "claude-code": claude_code_messages,
     "openai": openai_messages,
     "pi": pi_messages,
     "gemini-cli": gemini_cli_messages,
+    "qwen-code": qwen_messages,
 }
 
 
@@ -483,6 +504,21 @@ def test_pi_sample_features() -> None:
     assert roles["bashExecution"] and roles["toolResult"] >= 10
     compaction = next(r for r in records if r["type"] == "compaction")
     assert compaction["firstKeptEntryId"] in {r.get("id") for r in records}
+
+
+def test_qwen_sample_features() -> None:
+    records = load("qwen-code/session.jsonl")
+    kinds = Counter((r["type"], r.get("subtype")) for r in records)
+    assert kinds["tool_result", None] >= 4 and kinds["system", "ui_telemetry"] >= 4
+    assert kinds["system", "chat_compression"] == 1 and kinds["system", "custom_title"] == 1
+    parents = [r["parentUuid"] for r in records]
+    assert parents[0] is None and parents[1:] == [r["uuid"] for r in records[:-1]]  # one chain
+    parts = [p for r in records if "message" in r for p in r["message"]["parts"]]
+    assert any(p.get("thought") for p in parts)
+    assert all("usageMetadata" in r for r in records if r["type"] == "assistant")
+    # A later turn follows the compression.
+    compression = next(n for n, r in enumerate(records) if r.get("subtype") == "chat_compression")
+    assert any(r["type"] == "user" for r in records[compression:])
 
 
 def test_openai_standard_sample_shape() -> None:

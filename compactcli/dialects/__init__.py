@@ -25,6 +25,7 @@ MODULES: dict[str, tuple[str, str]] = {
     "codex": ("codex", "CODEX"),
     "pi": ("pi", "PI"),
     "gemini-cli": ("gemini_cli", "GEMINI_CLI"),
+    "qwen-code": ("qwen_code", "QWEN_CODE"),
 }
 NAMES = tuple(MODULES)
 DEFAULT_NAME = "anthropic"  # an empty file: nothing in it to misread

@@ -10,6 +10,7 @@ Records are what `json.loads` gives for each line; `line` below is a 0-based ind
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections import defaultdict
 from collections.abc import Iterator
@@ -62,8 +63,30 @@ def without_ui_output(record: dict) -> dict:
     return {**record, "payload": payload}
 
 
+# Qwen Code: records carry Gemini Contents (`message.parts`); a functionResponse answers the
+# functionCall of its id, its output is `response.output` (docs/design.md, "Gemini Content parts").
+QWEN_MESSAGES = ("user", "assistant", "tool_result")
+
+
+def _qwen_parts(record: dict) -> list:
+    message = record.get("message")
+    if record.get("type") not in QWEN_MESSAGES or not isinstance(message, dict):
+        return []
+    parts = message.get("parts")
+    return [part for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+
+
+def _qwen_output(response: dict) -> object:
+    body = response.get("response")
+    if isinstance(body, dict) and list(body) == ["output"] and isinstance(body["output"], str):
+        return body["output"]
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
 def _message(record: dict, dialect: str) -> dict | None:
     """The API message a record holds: the record itself, or Claude Code's `message` field."""
+    if dialect == "qwen-code":
+        return None  # Gemini parts: see _qwen_parts
     if dialect == "codex":
         return None  # calls and outputs are items of their own (see _codex_item)
     if dialect == "claude-code":
@@ -85,6 +108,12 @@ def tool_uses(record: dict, dialect: str) -> Iterator[tuple[str, str]]:
     entry = _codex_item(record) if dialect == "codex" else None
     if entry is not None and entry.get("type") in CODEX_CALLS:
         yield entry["call_id"], "local_shell" if entry["type"] == "local_shell_call" else entry["name"]
+    if dialect == "qwen-code":
+        for part in _qwen_parts(record):
+            call = part.get("functionCall")
+            if isinstance(call, dict):
+                yield call["id"], call["name"]
+        return
     message = _message(record, dialect)
     if message is None or message.get("role") != "assistant":
         return
@@ -161,6 +190,12 @@ def tool_results(records: list[dict], dialect: str) -> list[Result]:
         entry = _codex_item(record) if dialect == "codex" else None
         if entry is not None and entry.get("type") in CODEX_OUTPUTS:
             found.append(Result(line, -1, entry.get("call_id"), entry.get("output"), conversation))
+        if dialect == "qwen-code":
+            for slot, part in enumerate(_qwen_parts(record)):
+                answer = part.get("functionResponse")
+                if isinstance(answer, dict):
+                    found.append(Result(line, slot, answer.get("id"), _qwen_output(answer), conversation))
+            continue
         message = _message(record, dialect)
         if message is None:
             continue
@@ -190,6 +225,13 @@ def set_content(record: dict, dialect: str, result: Result, content: object) -> 
     if dialect == "gemini-cli":
         response = dict(_gemini_responses(record))[result.slot]
         response["response"] = {"output": content} if isinstance(content, str) else content
+    if dialect == "qwen-code":
+        answer = _qwen_parts(record)[result.slot]["functionResponse"]
+        answer["response"] = {"output": content}
+        answer.pop("parts", None)
+        copy_ = record.get("toolCallResult")
+        if isinstance(copy_, dict) and copy_.get("callId") == answer.get("id") and "resultDisplay" in copy_:
+            copy_["resultDisplay"] = content  # the UI's copy of what was cleared
         return
     if dialect == "codex":
         record["payload"]["output"] = content

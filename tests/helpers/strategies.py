@@ -532,6 +532,70 @@ def _codex(draw: st.DrawFn) -> list[dict[str, Any]]:
     return rollout
 
 
+QWEN_TOOLS = ("run_shell_command", "read_file", "grep_search", "edit")
+
+
+@st.composite
+def _qwen_code(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A Qwen Code session: one parentUuid chain of user prompts, model turns (a thought, text, one or
+    parallel functionCalls) with usageMetadata, tool_result records answering each call by id (with the
+    UI's copy in toolCallResult), telemetry records, and at times the agent's own chat_compression."""
+    ids = _Ids("call_", draw(st.integers(0, 2**32 - 1)))
+    session = ids.uuid()
+    records: list[dict[str, Any]] = []
+    last: list[str | None] = [None]
+
+    def add(kind: str, **fields: Any) -> dict[str, Any]:
+        uuid = ids.uuid()
+        record = {"uuid": uuid, "parentUuid": last[0], "sessionId": session, "timestamp": "2026-11-30T09:00Z",
+                  "type": kind, "cwd": "/repo", "version": "0.15.10", **fields}  # fmt: skip
+        records.append(record)
+        last[0] = uuid
+        return record
+
+    for turn in range(draw(st.integers(1, 4))):
+        add("user", message={"role": "user", "parts": [{"text": draw(prose())}]})
+        for _ in range(draw(st.integers(0, 3))):
+            calls = [(ids.next(), draw(st.sampled_from(QWEN_TOOLS))) for _ in range(draw(st.integers(1, 2)))]
+            parts: list[dict[str, Any]] = []
+            if draw(st.booleans()):
+                parts.append({"text": draw(prose()), "thought": True})
+            parts += [{"functionCall": {"id": c, "name": n, "args": draw(_tool_input(n))}} for c, n in calls]
+            usage = {"promptTokenCount": 1000 + len(records) * 50, "candidatesTokenCount": 20}
+            add(
+                "assistant",
+                model="qwen3-coder-plus",
+                message={"role": "model", "parts": parts},
+                usageMetadata=usage,
+            )
+            add(
+                "system",
+                subtype="ui_telemetry",
+                systemPayload={"uiEvent": {"event.name": "qwen-code.tool_call"}},
+            )
+            for call_id, name in calls:
+                output = draw(sized_text())
+                answer = {"functionResponse": {"id": call_id, "name": name, "response": {"output": output}}}
+                copy = {"callId": call_id, "status": "success", "resultDisplay": output}
+                add("tool_result", message={"role": "user", "parts": [answer]}, toolCallResult=copy)
+        add(
+            "assistant",
+            model="qwen3-coder-plus",
+            message={"role": "model", "parts": [{"text": draw(prose())}]},
+        )
+        if turn == 1 and draw(st.booleans()):
+            history = [
+                {
+                    "role": "user",
+                    "parts": [{"text": "<state_snapshot>" + draw(prose()) + "</state_snapshot>"}],
+                },
+                {"role": "model", "parts": [{"text": "Got it. Thanks for the additional context!"}]},
+            ]
+            payload = {"info": {"compressionStatus": 1}, "compressedHistory": history}
+            add("system", subtype="chat_compression", systemPayload=payload)
+    return records
+
+
 # ---------------------------------------------------------------------------------------------
 # pi
 
@@ -700,7 +764,8 @@ def _gemini_cli(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 def conversations(dialect: str) -> st.SearchStrategy[list[dict[str, Any]]]:
-    """Valid conversations in `dialect` (anthropic | claude-code | openai | codex), one dict per line."""
+    """Valid conversations in `dialect` (anthropic | claude-code | openai | codex | qwen-code), one dict
+    per line."""
     if dialect not in GENERATORS:
         raise ValueError(f"no generator for dialect {dialect!r}; one of {', '.join(GENERATORS)}")
     return GENERATORS[dialect]()
@@ -712,6 +777,7 @@ GENERATORS = {
     "claude-code": _claude_code,
     "openai": _openai,
     "codex": _codex,
+    "qwen-code": _qwen_code,
     "pi": _pi,
     "gemini-cli": _gemini_cli,
 }
