@@ -19,6 +19,8 @@ from helpers.strategies import GENERATORS, conversations, jsonl_bytes
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import find as hfind
 
+from compactcli import dialects
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 SAMPLE_FILES = {
@@ -363,7 +365,8 @@ def test_sample_tool_calls_are_paired(rel: str) -> None:
 
 def test_samples_total_size() -> None:
     total = sum((SAMPLES / rel).stat().st_size for rel in SAMPLE_FILES)
-    assert 20_000 <= total <= 250_000, total
+    # A few sessions per dialect, small enough that the demo and these tests stay quick.
+    assert 20_000 <= total <= 50_000 * len(dialects.NAMES), total
 
 
 def test_anthropic_session_features() -> None:
