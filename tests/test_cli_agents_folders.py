@@ -61,3 +61,15 @@ def test_a_command_that_writes_still_needs_paths(home: Path) -> None:
     run = run_cli("micro", env=_env(home), text=True, cwd=home)
     assert run.returncode == 2 and "PATHS" in run.stderr
     assert (home / ".claude" / "projects" / "-app" / "s1.jsonl").read_bytes() == before
+
+
+def test_pi_sessions_are_read_too(home: Path) -> None:
+    import shutil
+
+    pi = home / ".pi" / "agent" / "sessions" / "--work-app--"
+    pi.mkdir(parents=True)
+    shutil.copy(Path(__file__).parent.parent / "samples" / "pi" / "session.jsonl", pi / "s.jsonl")
+    run = run_cli("validate", "--json", env=_env(home), text=True, cwd=home)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines()[0].endswith(f", pi in {home / '.pi' / 'agent' / 'sessions'}")
+    assert str(pi / "s.jsonl") in run.stdout

@@ -20,4 +20,5 @@ def agent_session_folders() -> list[tuple[str, Path]]:
     return [
         ("Claude Code", Path.home() / ".claude" / "projects"),
         ("Codex", (Path(codex).expanduser() if codex else Path.home() / ".codex") / "sessions"),
+        ("pi", Path.home() / ".pi" / "agent" / "sessions"),
     ]

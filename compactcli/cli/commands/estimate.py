@@ -19,7 +19,8 @@ from compactcli.run.settings import Inputs
 HELP = """Count the tokens of each transcript's active context; fail CI when one is over a limit.
 
 PATHS are files, folders (searched for --glob) or '-' for stdin; none: the session folders of
-the agents found here (~/.claude/projects, $CODEX_HOME/sessions), named on stderr. Nothing is changed.
+the agents found here (~/.claude/projects, $CODEX_HOME/sessions, ~/.pi/agent/sessions), named
+on stderr. Nothing is changed.
 For Claude
 Code logs the active context is the main conversation from its last compaction on; a file of
 sub-agent (sidechain) records only is counted as its own conversation. For Codex rollouts it is

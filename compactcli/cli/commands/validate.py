@@ -90,7 +90,8 @@ _RULES_HELP = "\n".join(
 HELP = f"""Check that transcripts are still valid Messages API conversations.
 
 PATHS are files, folders (searched for --glob) or '-' for stdin; none: the session folders of
-the agents found here (~/.claude/projects, $CODEX_HOME/sessions), named on stderr. Nothing is changed.
+the agents found here (~/.claude/projects, $CODEX_HOME/sessions, ~/.pi/agent/sessions), named
+on stderr. Nothing is changed.
 Each violation
 is printed on stdout as `path:line: rule: message` (--format github: as GitHub annotations; --json:
 one object per file instead); the summary goes to stderr.
