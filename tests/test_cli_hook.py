@@ -111,6 +111,22 @@ def test_settings_file_of_the_sessions_project_applies(home: Path, tmp_path: Pat
     assert path.read_bytes() == original
 
 
+@pytest.mark.parametrize("text", ["kep = 5\n", "[micro\n"], ids=["unknown key", "not TOML"])
+def test_a_broken_settings_file_where_the_hook_runs_still_exits_0(
+    home: Path, tmp_path: Path, text: str
+) -> None:
+    path, original, _ = _claude_session(home)
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "compactcli.toml").write_text(text)
+    run = run_cli("hook", stdin=_payload(path), env=_env(home), cwd=project, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "compactcli.toml" in run.stderr
+    assert path.read_bytes() != original  # compacted with the defaults
+    refused = run_cli("micro", path, env=_env(home), cwd=project, text=True)
+    assert refused.returncode == 2  # every other command still refuses it
+
+
 def test_a_session_the_agent_still_holds_open_for_writing_is_left_untouched(home: Path) -> None:
     path, original, _ = _claude_session(home)
     writer = subprocess.Popen(

@@ -136,10 +136,27 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
         ctx.exit(0)
     from compactcli.cli import config
 
-    settings = config.load(config_path)
-    ctx.obj = settings
     name = ctx.invoked_subcommand
+    try:
+        settings = _settings(ctx, config_path, name)
+    except config.ConfigError as exc:
+        if name != "hook":
+            raise
+        # An agent's hook never fails the agent (docs/design.md, "Hooks"): with no usable settings file
+        # where it runs, the hook says so and runs with the defaults.
+        click.echo(f"compactcli hook: {exc.format_message()}", err=True)
+        settings = config.Config()
+    ctx.obj = settings
     command = ctx.command.get_command(ctx, name)
+    ctx.default_map = {name: config.defaults_for(settings, name, command)}
+    _start_up_done()
+
+
+def _settings(ctx: click.Context, config_path: str | None, name: str):
+    """The settings file in force, refused (ConfigError) when it names a key no command takes."""
+    from compactcli.cli import config
+
+    settings = config.load(config_path)
     if settings.path is not None:
         # Only runs with a settings file pay for importing every command (their options are the keys).
         group = ctx.command
@@ -148,8 +165,7 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
         # Found by search, the file in force is named (`config` names it on stdout itself).
         if not (config_path or os.environ.get(config.CONFIG_ENV)) and name != "config":
             click.echo(f"compactcli: settings from {settings.path}", err=True)
-    ctx.default_map = {name: config.defaults_for(settings, name, command)}
-    _start_up_done()
+    return settings
 
 
 # main() pauses the cycle collector while the command's modules are imported: imports make tens of
