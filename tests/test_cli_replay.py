@@ -561,6 +561,11 @@ def expected_calls(path: Path, dialect: str) -> int:
                 calls += total != last_id
                 last_id = total
             continue
+        if dialect == "copilot":  # one assistant.message per model response, sub-agents' left out
+            data = record.get("data") or {}
+            main = "agentId" not in record and "parentToolCallId" not in data
+            calls += record.get("type") == "assistant.message" and main
+            continue
         if dialect != "claude-code":
             calls += record.get("role") == "assistant"
             continue

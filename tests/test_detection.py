@@ -23,13 +23,14 @@ UNKNOWN = {
     "pi-session.jsonl": "pi coding agent session",
     "managed-agents-events.jsonl": "Claude Managed Agents event log",
     "gemini-session.jsonl": "a Gemini CLI session",
-    "copilot-events.jsonl": "a GitHub Copilot CLI session",
     "qwen-session.jsonl": "a Qwen Code session",
     "json-array.jsonl": "a JSON array, not JSONL",
     "pretty-array.jsonl": "a JSON array, not JSONL",
     "pretty-document.jsonl": "a pretty-printed JSON document",
     "unknown-records.jsonl": None,
 }
+if "copilot" not in dialects.NAMES:
+    UNKNOWN["copilot-events.jsonl"] = "a GitHub Copilot CLI session"
 if "codex" not in dialects.NAMES:
     UNKNOWN["codex-rollout.jsonl"] = "Codex CLI rollout"
 
@@ -87,6 +88,20 @@ def test_record_keys_and_type_are_named():
 )
 def test_detected_dialect(lines, expected):
     assert detect_dialect(io.BytesIO(b"".join(line + b"\n" for line in lines))) == expected
+
+
+def test_a_copilot_cli_session_is_read_and_its_look_alikes_are_not(tmp_path):
+    """Copilot's events prove the dialect; Managed Agents events (no `data`, no `parentId`) stay refused."""
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(FORMATS / "copilot-events.jsonl", path)
+    result = CliRunner().invoke(cli, ["validate", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    assert '"dialect": "copilot"' in result.output
+    result = CliRunner().invoke(cli, ["validate", str(FORMATS / "managed-agents-events.jsonl")])
+    assert result.exit_code == 65 and "Claude Managed Agents event log" in result.stderr
+    event = b'{"type":"user.message","data":{"content":"hi"},"id":"e1","timestamp":"t"}'  # no parentId
+    with pytest.raises(BadInput, match="Claude Managed Agents"):
+        detect_dialect(io.BytesIO(event + b"\n"), "x.jsonl")
 
 
 def test_a_file_of_text_lines_is_refused():

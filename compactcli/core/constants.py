@@ -13,7 +13,8 @@ ON_INVALID = ("error", "keep")
 
 # micro (layers/micro.py)
 DEFAULT_PLACEHOLDER = "[Previous: used {tool_name}]"
-DEFAULT_PRESERVE = frozenset({"read_file", "Read"})
+# Each agent's own file-read tool: Codex's read_file, Claude Code's Read, Copilot CLI's view.
+DEFAULT_PRESERVE = frozenset({"read_file", "Read", "view"})
 
 # token counting (context.py)
 METHODS = ("auto", "seed", "heuristic", "api", "usage")

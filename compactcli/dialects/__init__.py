@@ -23,6 +23,7 @@ MODULES: dict[str, tuple[str, str]] = {
     "claude-code": ("claude_code", "CLAUDE_CODE"),
     "openai": ("openai", "OPENAI"),
     "codex": ("codex", "CODEX"),
+    "copilot": ("copilot", "COPILOT"),
 }
 NAMES = tuple(MODULES)
 DEFAULT_NAME = "anthropic"  # an empty file: nothing in it to misread
@@ -79,6 +80,7 @@ __all__ = [
     "BOUNDARY",
     "CLAUDE_CODE",
     "CODEX",
+    "COPILOT",
     "DEFAULT",
     "DEFAULT_NAME",
     "DIALECTS",

@@ -190,6 +190,7 @@ class SummaryEdit:
     summary: str | None = None
     archive_path: str | None = None
     user_messages: UserMessages | None = None  # filled as summarized_messages is read
+    side_files: dict[str, str] = field(default_factory=dict)  # Dialect.side_files, once written
     _will_change: bool = False
 
     @property
@@ -269,6 +270,7 @@ class SummaryEdit:
             raise ValueError("write needs the summary (prepare) and the archive path (use_archive)")
         summary = self.summary + self._user_messages(source)
         records = self.new_records(source, summary, self.archive_path)
+        self.side_files = self.dialect.side_files(records)
         self._write(source, out, records)
 
     def _user_messages(self, source: BinaryIO) -> str:
