@@ -24,6 +24,7 @@ from compactcli.dialects.base import (
     ConversationTracker,
     Dialect,
     FileAccess,
+    Scan,
     ToolResult,
     ToolUse,
     named_file_access,
@@ -159,6 +160,43 @@ def checkpoint_number(record: dict) -> int:
     return number if isinstance(number, int) and not isinstance(number, bool) else 0
 
 
+class BackgroundCompactions:
+    """The order the model saw a session's events in (Dialect.new_order): Copilot compacts in the
+    background, and a compaction's summary replaces only what came before its `compaction_start`; the
+    events written meanwhile follow the summary. So a successful `compaction_complete` moves to right
+    after the last `compaction_start` before it (docs/design.md, "Copilot's compaction")."""
+
+    __slots__ = ("_tracker", "_places", "_start", "_moved")
+
+    def __init__(self) -> None:
+        self._tracker = SubAgentTracker()
+        self._places: list[tuple[int, int]] = []
+        self._start: int | None = None  # where the pending compaction started, in _places
+        self._moved = False
+
+    def add(self, line: int, offset: int, record: dict) -> str:
+        kind = record.get("type")
+        if kind == COMPACTION_START:
+            self._start = len(self._places) + 1  # right after it: what it recorded is before the restart
+        elif kind == COMPACTION_DONE and self._start is not None:
+            start, self._start = self._start, None
+            if data(record).get("success") is True and start < len(self._places):
+                self._places.insert(start, (line, offset))
+                self._moved = True
+                return MAIN
+        self._places.append((line, offset))
+        return self._tracker.key(record)
+
+    def add_scan(self, line: int, offset: int, record: dict) -> tuple[str, Scan]:
+        return self.add(line, offset, record), COPILOT.scan(record)
+
+    def order(self) -> list[tuple[int, int]]:
+        return self._places
+
+    def in_file_order(self) -> bool:
+        return not self._moved
+
+
 class CopilotDialect(Dialect):
     name = "copilot"
     title = "a GitHub Copilot CLI session"
@@ -241,6 +279,9 @@ class CopilotDialect(Dialect):
     def is_side(self, record: dict) -> bool:
         return side_key(record) is not None
 
+    def new_order(self) -> BackgroundCompactions:
+        return BackgroundCompactions()
+
     # -- the active context --
 
     def compaction(self, record: dict) -> str | None:
@@ -276,6 +317,13 @@ class CopilotDialect(Dialect):
         if record.get("type") == "session.shutdown":  # the context's size when the session ended
             size = data(record).get("currentTokens")
             return (size, 0, None) if isinstance(size, int) and size > 0 else None
+        if record.get("type") == COMPACTION_START:  # its size when a compaction started
+            parts = [
+                data(record).get(name)
+                for name in ("systemTokens", "conversationTokens", "toolDefinitionsTokens")
+            ]
+            size = sum(part for part in parts if isinstance(part, int))
+            return (size, 0, None) if size > 0 else None
         if record.get("type") != "session.usage_record" or side_key(record) is not None:
             return None
         usage = data(record).get("usage")
