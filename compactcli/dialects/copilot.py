@@ -202,10 +202,10 @@ class CopilotDialect(Dialect):
     title = "a GitHub Copilot CLI session"
     one_message_per_line = False  # turn, hook, usage and session events pass through
     has_side_conversations = True
-    # The tool definitions every call sends (the system prompt is a system.message event from 1.0.10x
-    # on): the first session.shutdown of the corpus session's `toolDefinitionsTokens` (docs/design.md,
-    # "Copilot CLI sessions").
-    default_overhead = 15_659
+    # What every call sends that a file without recorded calls does not hold (1.0.10 records neither the
+    # system prompt nor usage per call): the system prompt and tool definitions, tuned on the corpus
+    # session's first shutdown (docs/design.md, "micro and estimate").
+    default_overhead = 52_952
     has_result_copies = False  # the UI's copies are fields of the same event (set_result_content)
 
     def fit(self, record: dict) -> int:
@@ -290,6 +290,8 @@ class CopilotDialect(Dialect):
         return None
 
     def restarted_with(self, record: dict) -> list[dict]:
+        if self.compaction(record) is None:
+            return []
         summary = data(record).get("summaryContent")
         return [summary_message(summary if isinstance(summary, str) else "")]
 
