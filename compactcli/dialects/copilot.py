@@ -296,10 +296,9 @@ class CopilotDialect(Dialect):
         return [summary_message(summary if isinstance(summary, str) else "")]
 
     def is_user_words(self, record: dict) -> bool:
-        """A compaction's summary, and the nudges Copilot sends as a user turn with no words of the
-        user's (`content` empty, the nudge in `transformedContent`), are not the user's."""
-        if "id" not in record:  # restarted_with's summary message
-            return False
+        """The nudges Copilot sends as a user turn with no words of the user's (`content` empty, the
+        nudge in `transformedContent`) are not the user's. A compaction's summary counts as theirs, as
+        the other dialects' summaries do: a digest of a later part carries it on as the earlier task."""
         content = data(record).get("content")
         return not isinstance(content, str) or bool(content.strip())
 
