@@ -22,12 +22,13 @@ UNKNOWN = {
     "gemini-messages-only.jsonl": "Gemini CLI stream-json",
     "managed-agents-events.jsonl": "Claude Managed Agents event log",
     "gemini-session-document.jsonl": "an older Gemini CLI session",
-    "copilot-events.jsonl": "a GitHub Copilot CLI session",
     "json-array.jsonl": "a JSON array, not JSONL",
     "pretty-array.jsonl": "a JSON array, not JSONL",
     "pretty-document.jsonl": "a pretty-printed JSON document",
     "unknown-records.jsonl": None,
 }
+if "copilot" not in dialects.NAMES:
+    UNKNOWN["copilot-events.jsonl"] = "a GitHub Copilot CLI session"
 if "codex" not in dialects.NAMES:
     UNKNOWN["codex-rollout.jsonl"] = "Codex CLI rollout"
 
@@ -99,6 +100,20 @@ READ = {"qwen-session.jsonl": "qwen-code"}
 def test_a_fixture_of_a_read_format_is_read_in_its_dialect(fixture):
     with open(FORMATS / fixture, "rb") as source:
         assert detect_dialect(source, fixture) == READ[fixture]
+
+
+def test_a_copilot_cli_session_is_read_and_its_look_alikes_are_not(tmp_path):
+    """Copilot's events prove the dialect; Managed Agents events (no `data`, no `parentId`) stay refused."""
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(FORMATS / "copilot-events.jsonl", path)
+    result = CliRunner().invoke(cli, ["validate", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    assert '"dialect": "copilot"' in result.output
+    result = CliRunner().invoke(cli, ["validate", str(FORMATS / "managed-agents-events.jsonl")])
+    assert result.exit_code == 65 and "Claude Managed Agents event log" in result.stderr
+    event = b'{"type":"user.message","data":{"content":"hi"},"id":"e1","timestamp":"t"}'  # no parentId
+    with pytest.raises(BadInput, match="Claude Managed Agents"):
+        detect_dialect(io.BytesIO(event + b"\n"), "x.jsonl")
 
 
 def test_a_file_of_text_lines_is_refused():

@@ -1,8 +1,9 @@
 """README.md is tested: every shell example in it runs, and every documented output matches.
 
 - ```sh blocks: each line is one command, run by bash in a sandbox holding a copy of samples/, a
-  `session.jsonl`, a `transcripts/` folder, a `~/.claude/projects` and a `~/.pi/agent/sessions` tree
-  (HOME is the sandbox). A command must exit 0, or the code its comment names (`# ... exit 1 ...`).
+  `session.jsonl`, a `transcripts/` folder, a `~/.claude/projects` and a `~/.pi/agent/sessions` tree and a
+  Copilot CLI session under `~/.copilot/session-state` (HOME is the sandbox). A command must exit 0, or the
+  code its comment names (`# ... exit 1 ...`).
 - ```console blocks: `$ command` lines followed by the output they print (stdout, then stderr), compared
   line by line; `...` in an expected line stands for any text (a time stamp in an archive name).
 - The install prefix of the first-screen commands (`python3 -m venv .venv && .venv/bin/pip install ...`)
@@ -64,12 +65,16 @@ def sandbox(tmp_path: Path) -> dict[str, str]:
     shutil.copytree(ROOT / "samples", tmp_path / "transcripts")
     shutil.copytree(ROOT / "samples", tmp_path / ".claude" / "projects")
     shutil.copytree(ROOT / "samples" / "pi", tmp_path / ".pi" / "agent" / "sessions" / "--home-dev-tally--")
+    session = tmp_path / ".copilot" / "session-state" / "7f3c2a10-0b1d-4e5f-8a9b-0c1d2e3f4a5b"
+    session.mkdir(parents=True)
+    shutil.copy(ROOT / "samples" / "copilot" / "events.jsonl", session / "events.jsonl")
     (tmp_path / "team.toml").write_text("[micro]\nkeep = 5\n")  # named by `compactcli config --help`
     venv_bin = tmp_path / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     (venv_bin / "compactcli").symlink_to(Path(sys.executable).with_name("compactcli"))
     # the sessions of ~/.claude/projects are older than any --min-age of the examples
-    for path in [*(tmp_path / ".claude" / "projects").rglob("*.jsonl"), *(tmp_path / ".pi").rglob("*.jsonl")]:
+    copies = [*(tmp_path / ".claude" / "projects").rglob("*.jsonl"), *(tmp_path / ".pi").rglob("*.jsonl")]
+    for path in [*copies, session / "events.jsonl"]:
         os.utime(path, (1e9, 1e9))
     return dict(
         os.environ,

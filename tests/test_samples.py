@@ -34,6 +34,7 @@ SAMPLE_FILES = {
     "pi/session.jsonl": "pi",
     "gemini-cli/session.jsonl": "gemini-cli",
     "qwen-code/session.jsonl": "qwen-code",
+    "copilot/events.jsonl": "copilot",
 }
 
 Message = tuple[str, list[str], list[str]]  # role, tool_use ids, tool_result ids
@@ -216,6 +217,30 @@ MESSAGES = {
 }
 
 
+def copilot_calls(records: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """A Copilot CLI session's tool call ids, and what is wrong with their results: each
+    tool.execution_complete answers a toolRequest made before it, once, and every request is answered."""
+    calls: list[str] = []
+    pending: set[str] = set()
+    problems: list[str] = []
+    for n, record in enumerate(records, 1):
+        if record["type"] == "assistant.message":
+            for request in record["data"].get("toolRequests") or []:
+                calls.append(request["toolCallId"])
+                pending.add(request["toolCallId"])
+        elif record["type"] == "tool.execution_complete":
+            call = record["data"]["toolCallId"]
+            if call not in pending:
+                problems.append(f"line {n}: result for {call}, which is not an open call")
+            pending.discard(call)
+    problems += [f"unanswered at the end: {call}" for call in sorted(pending)]
+    dup = [call for call, count in Counter(calls).items() if count > 1]
+    return calls, problems + ([f"call ids used more than once: {dup}"] if dup else [])
+
+
+MESSAGES = {"anthropic": anthropic_messages, "claude-code": claude_code_messages, "openai": openai_messages}
+
+
 def pairing_problems(conversation: list[Message]) -> list[str]:
     """Every tool_use answered by id in the next user turn, every result with its tool_use."""
     turns: list[list[Any]] = []
@@ -244,6 +269,8 @@ def pairing_problems(conversation: list[Message]) -> list[str]:
 def file_problems(records: list[dict[str, Any]], dialect: str) -> list[str]:
     if dialect == "codex":
         return codex_calls(records)[1]
+    if dialect == "copilot":
+        return copilot_calls(records)[1]
     problems = []
     all_uses: list[str] = []
     for conversation in MESSAGES[dialect](records):
@@ -358,6 +385,8 @@ def test_sample_tool_calls_are_paired(rel: str) -> None:
     dialect = SAMPLE_FILES[rel]
     if dialect == "codex":
         uses = codex_calls(records)[0]
+    elif dialect == "copilot":
+        uses = copilot_calls(records)[0]
     else:
         uses = [u for conv in MESSAGES[dialect](records) for _, us, _ in conv for u in us]
     assert len(uses) >= 5  # the check above had something to check
@@ -522,6 +551,43 @@ def test_qwen_sample_features() -> None:
     # A later turn follows the compression.
     compression = next(n for n, r in enumerate(records) if r.get("subtype") == "chat_compression")
     assert any(r["type"] == "user" for r in records[compression:])
+
+
+def test_copilot_checker_catches_broken_calls() -> None:
+    def event(kind: str, **data: Any) -> dict[str, Any]:
+        return {"type": kind, "data": data, "id": kind, "parentId": None}
+
+    asked = event("assistant.message", toolRequests=[{"toolCallId": "a"}, {"toolCallId": "b"}])
+    done = [event("tool.execution_complete", toolCallId=call) for call in ("a", "b")]
+    assert copilot_calls([asked, *done]) == (["a", "b"], [])
+    assert copilot_calls([asked, done[0]])[1] == ["unanswered at the end: b"]
+    assert copilot_calls([done[0], asked, done[1]])[1]  # a result before its call
+    assert copilot_calls([asked, *done, done[1]])[1]  # answered twice
+
+
+def test_copilot_sample_features() -> None:
+    records = load("copilot/events.jsonl")
+    kinds = Counter(r["type"] for r in records)
+    assert records[0]["type"] == "session.start" and records[0]["data"]["copilotVersion"]
+    assert all(set(r) == {"type", "data", "id", "timestamp", "parentId"} for r in records)
+    assert [r["parentId"] for r in records[1:]] == [r["id"] for r in records[:-1]]  # one chain
+    assert (
+        kinds["system.message"] == 2 and kinds["session.resume"] == 1 and kinds["session.usage_record"] >= 5
+    )
+    users = [r["data"] for r in records if r["type"] == "user.message"]
+    assert all(u["transformedContent"].endswith(u["content"]) for u in users)
+    results = [r["data"] for r in records if r["type"] == "tool.execution_complete"]
+    assert any("detailedContent" in r["result"] for r in results if "result" in r)  # the UI's copies
+    assert any(r["success"] is False for r in results)
+    names = [
+        q["name"] for r in records if r["type"] == "assistant.message" for q in r["data"]["toolRequests"]
+    ]
+    assert {"view", "bash", "edit", "grep"} <= set(names)
+    # Copilot's own compaction, with a later turn after it.
+    (done,) = [n for n, r in enumerate(records) if r["type"] == "session.compaction_complete"]
+    assert records[done - 1]["type"] == "session.compaction_start"
+    assert records[done]["data"]["summaryContent"] and records[done]["data"]["checkpointNumber"] == 1
+    assert any(r["type"] == "assistant.message" for r in records[done:])
 
 
 def test_openai_standard_sample_shape() -> None:

@@ -13,7 +13,9 @@ ON_INVALID = ("error", "keep")
 
 # micro (layers/micro.py)
 DEFAULT_PLACEHOLDER = "[Previous: used {tool_name}]"
-DEFAULT_PRESERVE = frozenset({"read_file", "Read", "read"})  # read: pi's read tool
+# Each agent's own file-read tool: Codex's, Gemini CLI's and Qwen Code's read_file, Claude Code's Read,
+# pi's read, Copilot CLI's view.
+DEFAULT_PRESERVE = frozenset({"read_file", "Read", "read", "view"})
 
 # token counting (context.py)
 METHODS = ("auto", "seed", "heuristic", "api", "usage")

@@ -26,6 +26,7 @@ MODULES: dict[str, tuple[str, str]] = {
     "pi": ("pi", "PI"),
     "gemini-cli": ("gemini_cli", "GEMINI_CLI"),
     "qwen-code": ("qwen_code", "QWEN_CODE"),
+    "copilot": ("copilot", "COPILOT"),
 }
 NAMES = tuple(MODULES)
 DEFAULT_NAME = "anthropic"  # an empty file: nothing in it to misread
@@ -82,6 +83,7 @@ __all__ = [
     "BOUNDARY",
     "CLAUDE_CODE",
     "CODEX",
+    "COPILOT",
     "DEFAULT",
     "DEFAULT_NAME",
     "DIALECTS",

@@ -303,6 +303,11 @@ class Dialect:
         """
         raise NotImplementedError
 
+    def side_files(self, records: list[dict]) -> dict[str, str]:
+        """Files the agent writes beside the transcript with a compaction (summary_records' records):
+        path relative to the transcript's folder -> text. Copilot CLI keeps a checkpoint per compaction."""
+        return {}
+
 
 BYTES_PER_TOKEN = 4
 TRUNCATED = "[... the start of this message is left out]"

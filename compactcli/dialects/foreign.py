@@ -11,9 +11,6 @@ import re
 _GEMINI_TYPES = {"init", "message", "tool_use", "tool_result", "error", "result"}
 # Claude Managed Agents name persisted events `{domain}.{action}`: user.message, agent.tool_use, ...
 _MANAGED_AGENTS_TYPE = re.compile(r"^(user|agent|session|span)\.[a-z_]+$")
-# Copilot CLI's events.jsonl: {"type": "session.start" | "user.message" | ..., "data", "id", "timestamp",
-# "parentId"}; Managed Agents events carry no `data` object.
-_COPILOT_TYPE = re.compile(r"^[a-z_]+\.[a-z_]+$")
 
 
 def record_format(record: dict) -> str | None:
@@ -25,8 +22,6 @@ def record_format(record: dict) -> str | None:
         return None
     if "uuid" in record and "sessionId" in record and is_qwen_record(record):
         return "a Qwen Code session"
-    if _COPILOT_TYPE.match(kind) and isinstance(record.get("data"), dict) and "parentId" in record:
-        return "a GitHub Copilot CLI session"
     if _MANAGED_AGENTS_TYPE.match(kind):
         return "a Claude Managed Agents event log"
     if kind in _GEMINI_TYPES and _is_gemini_event(kind, record):

@@ -200,6 +200,7 @@ class SummaryEdit:
     # place among the file's records (what a version 1 pi file names it by).
     append: bool = False
     kept_index: int | None = None
+    side_files: dict[str, str] = field(default_factory=dict)  # Dialect.side_files, once written
     _will_change: bool = False
 
     @property
@@ -308,6 +309,7 @@ class SummaryEdit:
             raise ValueError("write needs the summary (prepare) and the archive path (use_archive)")
         summary = self.summary + self._user_messages(source)
         records = self.new_records(source, summary, self.archive_path)
+        self.side_files = self.dialect.side_files(records)
         self._write(source, out, records)
 
     def _user_messages(self, source: BinaryIO) -> str:

@@ -213,6 +213,7 @@ def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -
                 raise
     stats = dict(edit.stats, bytes_before=record.size_before, bytes_after=record.size_after)
     stats["archive"] = record.archive
+    _write_side_files(path, getattr(edit, "side_files", None) or {})
     return Outcome(item, CHANGED, stats=stats)
 
 
@@ -228,6 +229,17 @@ def _gate(edit: Edit, source: BinaryIO, out: BinaryIO, written: Path) -> str | N
         return None
     out.flush()
     return gate(source, str(written))
+
+
+def _write_side_files(path: Path, files: dict[str, str]) -> None:
+    """What the dialect's agent writes beside the transcript with the new records (Dialect.side_files),
+    each replaced atomically: a checkpoint the compaction names is there once the transcript is."""
+    for relative, text in files.items():
+        target = path.parent / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".compactcli-partial")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, target)
 
 
 def _prepare(

@@ -92,8 +92,10 @@ EXPECTED: dict[str, Expect] = {
     "openai-chat/hasak1y-transcript_1774924752528_auto.jsonl": Expect("openai"),
     # A manual compaction dump: every old result was already cleared by its runtime.
     "openai-chat/hasak1y-transcript_1774924793206_manual.jsonl": Expect("openai", micro_changes=False),
+    # Copilot CLI 1.0.10: 269 tool calls, sub-agent events (parentToolCallId) among them; one compaction
+    # (its start and complete 36 events apart), after which the session goes on.
+    "copilot-cli/engram-8baa78ec/events.jsonl": Expect("copilot"),
     # Formats no dialect reads yet: refused by every command, the format named.
-    "copilot-cli/engram-8baa78ec/events.jsonl": refused("a GitHub Copilot CLI session"),
     "gemini-cli/damini-session-2026-05-19-aacdfa4e.jsonl": Expect("gemini-cli"),
     # one checkpoint holding only the session's own context: no tool result, nothing to clear
     "gemini-cli/damini-session-2026-07-05-a2a-serv.jsonl": Expect(

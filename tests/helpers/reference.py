@@ -42,6 +42,27 @@ CODEX_UI_COPIES = {
 }
 
 
+# Copilot CLI events.jsonl: assistant.message toolRequests, answered by tool.execution_complete events
+# (result.content is what the model is sent; detailedContent and contents are the UI's copies).
+COPILOT_UI_FIELDS = ("detailedContent", "contents")
+
+
+def _copilot_data(record: dict, kind: str) -> dict | None:
+    data = record.get("data")
+    return data if record.get("type") == kind and isinstance(data, dict) else None
+
+
+def restore_ui_copies(rebuilt: dict, old: dict, dialect: str) -> None:
+    """Put back the UI's copies micro empties with a cleared Copilot result (to compare the rest)."""
+    if dialect != "copilot" or _copilot_data(old, "tool.execution_complete") is None:
+        return
+    old_result, new_result = old["data"].get("result"), rebuilt["data"].get("result")
+    if isinstance(old_result, dict) and isinstance(new_result, dict):
+        for name in COPILOT_UI_FIELDS:
+            if name in old_result:
+                new_result[name] = old_result[name]
+
+
 def _codex_item(record: dict) -> dict | None:
     payload = record.get("payload")
     return payload if record.get("type") == "response_item" and isinstance(payload, dict) else None
@@ -87,8 +108,8 @@ def _message(record: dict, dialect: str) -> dict | None:
     """The API message a record holds: the record itself, or Claude Code's `message` field."""
     if dialect == "qwen-code":
         return None  # Gemini parts: see _qwen_parts
-    if dialect == "codex":
-        return None  # calls and outputs are items of their own (see _codex_item)
+    if dialect in ("codex", "copilot"):
+        return None  # calls and outputs are items or events of their own
     if dialect == "claude-code":
         inner = record.get("message")
         return inner if record.get("type") in ("user", "assistant") and isinstance(inner, dict) else None
@@ -114,6 +135,9 @@ def tool_uses(record: dict, dialect: str) -> Iterator[tuple[str, str]]:
             if isinstance(call, dict):
                 yield call["id"], call["name"]
         return
+    asked = _copilot_data(record, "assistant.message") if dialect == "copilot" else None
+    for request in (asked or {}).get("toolRequests") or ():
+        yield request["toolCallId"], request.get("name") or "unknown"
     message = _message(record, dialect)
     if message is None or message.get("role") != "assistant":
         return
@@ -140,6 +164,9 @@ class _Conversations:
         self.root: dict[str, str] = {}
 
     def of(self, record: dict, dialect: str) -> str:
+        if dialect == "copilot":  # a sub-agent's events name the call that started it, or the agent
+            data = record.get("data") if isinstance(record.get("data"), dict) else {}
+            return record.get("agentId") or data.get("parentToolCallId") or "main"
         if dialect != "claude-code" or record.get("isSidechain") is not True:
             return "main"
         root = self.root.get(record.get("parentUuid") or "", record.get("uuid") or "")
@@ -196,6 +223,14 @@ def tool_results(records: list[dict], dialect: str) -> list[Result]:
                 if isinstance(answer, dict):
                     found.append(Result(line, slot, answer.get("id"), _qwen_output(answer), conversation))
             continue
+        done = _copilot_data(record, "tool.execution_complete") if dialect == "copilot" else None
+        if done is not None:
+            result, error = done.get("result"), done.get("error")
+            if isinstance(result, dict) and "content" in result:
+                content = result["content"]
+            else:
+                content = error.get("message", "") if isinstance(error, dict) else error or ""
+            found.append(Result(line, -1, done.get("toolCallId"), content, conversation))
         message = _message(record, dialect)
         if message is None:
             continue
@@ -235,6 +270,15 @@ def set_content(record: dict, dialect: str, result: Result, content: object) -> 
         return
     if dialect == "codex":
         record["payload"]["output"] = content
+        return
+    if dialect == "copilot":
+        data = record["data"]
+        if isinstance(data.get("result"), dict):
+            data["result"]["content"] = content
+        elif isinstance(data.get("error"), dict):
+            data["error"]["message"] = content
+        else:
+            data["error"] = content
         return
     message = _message(record, dialect)
     assert message is not None
