@@ -238,9 +238,6 @@ def copilot_calls(records: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     return calls, problems + ([f"call ids used more than once: {dup}"] if dup else [])
 
 
-MESSAGES = {"anthropic": anthropic_messages, "claude-code": claude_code_messages, "openai": openai_messages}
-
-
 def pairing_problems(conversation: list[Message]) -> list[str]:
     """Every tool_use answered by id in the next user turn, every result with its tool_use."""
     turns: list[list[Any]] = []

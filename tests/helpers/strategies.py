@@ -760,6 +760,65 @@ def _gemini_cli(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------
+# copilot
+
+COPILOT_TOOLS = ("view", "bash", "edit", "grep", "create")
+
+
+@st.composite
+def _copilot(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A Copilot CLI events.jsonl: session.start, a system message, user messages with their
+    transformedContent, assistant messages with toolRequests, each call's execution start and complete
+    (result.content and the UI's detailedContent, some failed), usage records and turn boundaries."""
+    salt = draw(st.integers(0, 2**32 - 1))
+    events: list[dict[str, Any]] = []
+
+    def add(kind: str, data: dict[str, Any]) -> None:
+        n = len(events) + 1
+        parent = events[-1]["id"] if events else None
+        stamp = f"2026-11-30T10:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
+        events.append(
+            {"type": kind, "data": data, "id": f"{n:08x}-{salt:08x}", "timestamp": stamp, "parentId": parent}
+        )
+
+    add("session.start", {"sessionId": f"{salt:08x}", "version": 1, "producer": "copilot-agent"})
+    add("system.message", {"role": "system", "content": "You are the GitHub Copilot CLI."})
+    calls = 0
+    for turn in range(draw(st.integers(1, 4))):
+        words = draw(prose())
+        add("user.message", {"content": words, "transformedContent": f"<current_datetime/>\n\n{words}"})
+        add("assistant.turn_start", {"turnId": str(turn)})
+        for _ in range(draw(st.integers(1, 3))):
+            requests = []
+            for _ in range(draw(st.integers(0, 2))):
+                calls += 1
+                name = draw(st.sampled_from(COPILOT_TOOLS))
+                requests.append(
+                    {"toolCallId": f"toolu_{salt:x}_{calls}", "name": name, "arguments": {"path": "a.py"}}
+                    | {"type": "function"}
+                )
+            usage = {"model": "claude-sonnet-4.5", "inputTokens": 1000, "outputTokens": 20}
+            add("session.usage_record", {"usage": usage})
+            add(
+                "assistant.message",
+                {"messageId": f"m{calls}", "content": draw(prose()), "toolRequests": requests},
+            )
+            for request in requests:
+                call = {"toolCallId": request["toolCallId"], "toolName": request["name"], "turnId": str(turn)}
+                add("tool.execution_start", {**call, "arguments": request["arguments"]})
+                output = draw(sized_text())
+                done = {**call, "success": draw(st.booleans())}
+                add(
+                    "tool.execution_complete",
+                    done | {"result": {"content": output, "detailedContent": output}},
+                )
+            if not requests:
+                break
+        add("assistant.turn_end", {"turnId": str(turn)})
+    return events
+
+
+# ---------------------------------------------------------------------------------------------
 # public API
 
 
@@ -778,6 +837,7 @@ GENERATORS = {
     "openai": _openai,
     "codex": _codex,
     "qwen-code": _qwen_code,
+    "copilot": _copilot,
     "pi": _pi,
     "gemini-cli": _gemini_cli,
 }
