@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from compactcli.cli.options import InputPath, dialect_option, format_options, on_invalid_option
-from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, CompactError
+from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, CompactError, bad_shapes_are_bad_input
 from compactcli.report import FAILED, Outcome, json_object, json_text
 
 PROBED = "probed"
@@ -59,7 +59,11 @@ def probe(original: str, summarized: str, dialect, on_invalid: str, output_forma
         raise click.UsageError("only one of ORIGINAL and SUMMARIZED can be stdin")
     name = STDIN_NAME if original == STDIN else original
     try:
-        with open_input(original) as (source, name), open_input(summarized) as (result, summarized_name):
+        with (
+            bad_shapes_are_bad_input(name),
+            open_input(original) as (source, name),
+            open_input(summarized) as (result, summarized_name),
+        ):
             outcome = measure(source, name, result, summarized_name, fmt=dialect, on_invalid=on_invalid)
     except CompactError as exc:
         _report(Outcome(name, FAILED, exc.exit_code, str(exc)), output_format)
