@@ -147,7 +147,9 @@ def write_manifest(output_dir: str, outcomes: Iterable[Outcome], command: str, o
             remote.write_bytes(target, _ended(before) + b"".join(lines))
         else:
             Path(output_dir).mkdir(parents=True, exist_ok=True)
-            with open(target, "ab") as manifest:
+            # It names every transcript and its hashes: created private, as the archive manifest is.
+            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            with open(fd, "ab") as manifest:
                 manifest.write(b"".join(lines))
     except OSError as exc:
         raise errors.CompactError(f"{target}: cannot write the manifest: {exc.strerror or exc}") from None

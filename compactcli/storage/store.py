@@ -929,8 +929,11 @@ class Replacement:
             if not self._done:
                 self.discard()
 
-    def commit_new(self) -> None:
-        """Write an output file (``-o PATH``): keep an existing file's mode, no archive."""
+    def commit_new(self, source_mode: int | None = None) -> None:
+        """Write an output file (``-o PATH``): keep an existing file's mode, no archive. A new file takes
+        the permission bits of ``source_mode`` (the transcript it was made from) less the umask, as
+        ``cp`` does: a private transcript does not become a world-readable copy. Without one (stdin, a
+        URL) it is 0666 less the umask, as the shell's ``>`` makes it."""
         if self._done:
             raise ValueError("replacement already committed or discarded")
         try:
@@ -939,7 +942,8 @@ class Replacement:
                 try:
                     st = os.stat(self._real)
                 except FileNotFoundError:
-                    os.chmod(self.temp_path, 0o666 & ~current_umask())
+                    bits = 0o666 if source_mode is None else stat.S_IMODE(source_mode) & 0o777
+                    os.chmod(self.temp_path, bits & ~current_umask())
                 else:
                     self._take_mode(st)
                 self._replace()
@@ -949,11 +953,11 @@ class Replacement:
 
 
 @contextlib.contextmanager
-def output_file(target: Path) -> Iterator[BinaryIO]:
+def output_file(target: Path, source_mode: int | None = None) -> Iterator[BinaryIO]:
     """Where ``-o PATH`` writes (docs/design.md, "Output targets"). A regular file (or a new one) is
-    replaced atomically when the block ends without an error. Anything else — a device such as
-    /dev/null, a FIFO, a terminal — is written into, as the shell's ``>`` would, and never
-    replaced by a regular file."""
+    replaced atomically when the block ends without an error; a new one takes ``source_mode``'s
+    permission bits (``Replacement.commit_new``). Anything else — a device such as /dev/null, a FIFO,
+    a terminal — is written into, as the shell's ``>`` would, and never replaced by a regular file."""
     target = Path(target)
     try:
         st = os.stat(target)
@@ -969,7 +973,7 @@ def output_file(target: Path) -> Iterator[BinaryIO]:
         return
     with Replacement(target, hashed=False) as replacement:
         yield replacement.file  # type: ignore[misc]
-        replacement.commit_new()
+        replacement.commit_new(source_mode)
 
 
 # ---------------------------------------------------------------- writers holding the file open
