@@ -27,6 +27,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import signal
 import stat
 import tempfile
@@ -773,6 +774,57 @@ class _HashingWriter:
         return getattr(self._raw, name)
 
 
+# A Replacement's temp file: "." + the target's name + "." + mkstemp's 8 random characters + ".tmp".
+_TEMP_NAME = re.compile(r"\A\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp\Z")
+# A temp file written to within this many seconds may be one whose writer has not taken its lock yet.
+STALE_TEMP_SECONDS = 60
+_swept: set[str] = set()
+
+
+def sweep_stale_temps(folder: Path) -> list[str]:
+    """Remove the temp files of killed runs in ``folder`` (docs/design.md, "Concurrency"), once per folder
+    and process; returns the names removed. A temp file is taken for one of ours only when its name is a
+    Replacement's for a file that is there, it is the user's regular file, untouched for
+    STALE_TEMP_SECONDS, and no process holds its lock: a writer holds it from the temp's creation
+    (the kernel drops it when the writer dies)."""
+    key = os.path.abspath(folder)
+    if key in _swept:
+        return []
+    _swept.add(key)
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    names = {entry.name for entry in entries}
+    now = time.time()
+    for entry in entries:
+        match = _TEMP_NAME.match(entry.name)
+        if match is None or match["name"] not in names:
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if (
+                not stat.S_ISREG(st.st_mode)
+                or st.st_uid != os.geteuid()
+                or now - st.st_mtime < STALE_TEMP_SECONDS
+            ):
+                continue
+            fd = os.open(entry.path, os.O_RDONLY | _NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # refused: its writer is alive
+            if os.stat(entry.path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+                os.unlink(entry.path)
+                removed.append(entry.name)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
 class Replacement:
     """A temp file in the same folder as ``target`` that atomically becomes ``target`` on commit.
 
@@ -784,8 +836,11 @@ class Replacement:
         """``hashed=False``: the content is not hashed as it is written (a -o output needs no hash)."""
         self.target = Path(target)
         self._real = Path(os.path.realpath(self.target))
+        sweep_stale_temps(self._real.parent)
         with _io_errors(self.target):
             fd, tmp = tempfile.mkstemp(prefix=f".{self._real.name}.", suffix=".tmp", dir=self._real.parent)
+        # Held while it is written: a later run tells a temp file whose writer was killed by its lock.
+        fcntl.flock(fd, fcntl.LOCK_EX)
         self.temp_path = Path(tmp)
         raw = os.fdopen(fd, "wb", buffering=WRITE_BUFFER)
         self.file = _HashingWriter(raw) if hashed else raw
