@@ -63,7 +63,14 @@ def process(
     item: str, *, settings: FileSettings, analyze: Analyze, output_dir: str, roots: Sequence[str]
 ) -> Outcome:
     """One input (a local path or a URL) to its place under `output_dir`, or a preview of it."""
-    dest = destination(output_dir, relative_name(item, roots))
+    relative = relative_name(item, roots)
+    if any(part in remote.DOT_SEGMENTS for part in relative.split("/")):
+        # An object key may hold `..`; as a path below the output root it would point elsewhere.
+        raise errors.CompactError(
+            f"{item}: the key has a '.' or '..' segment; not written under --output-dir, where it "
+            "would name a place outside its own"
+        )
+    dest = destination(output_dir, relative)
     with ExitStack() as stack:
         source, name = stack.enter_context(open_input(item))
         if remote.is_url(dest):
