@@ -549,6 +549,7 @@ def expected_calls(path: Path, dialect: str) -> int:
     assistant records with one message.id, without API error notices; for Codex, the token_count events
     of a call (input tokens, and a running total that moved: the same count is sometimes written twice)."""
     calls, last_id, sidechain_file = 0, object(), None
+    seen_ids: set[str] = set()
     for raw in path.read_bytes().splitlines():
         try:
             record = json.loads(raw)
@@ -560,6 +561,15 @@ def expected_calls(path: Path, dialect: str) -> int:
                 total = info.get("total_token_usage")
                 calls += total != last_id
                 last_id = total
+            continue
+        if dialect == "pi":  # an error or aborted message is never sent again
+            message = record.get("message") if record.get("type") == "message" else None
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                calls += message.get("stopReason") not in ("error", "aborted")
+        if dialect == "gemini-cli":  # each gemini record (upserted by id) is one call
+            if record.get("type") == "gemini" and record.get("id") != last_id:
+                calls += record["id"] not in seen_ids
+                seen_ids.add(record["id"])
             continue
         if dialect != "claude-code":
             calls += record.get("role") == "assistant"

@@ -20,9 +20,8 @@ FORMATS = Path(__file__).parent / "fixtures" / "formats"
 UNKNOWN = {
     "gemini-stream.jsonl": "Gemini CLI stream-json",
     "gemini-messages-only.jsonl": "Gemini CLI stream-json",
-    "pi-session.jsonl": "pi coding agent session",
     "managed-agents-events.jsonl": "Claude Managed Agents event log",
-    "gemini-session.jsonl": "a Gemini CLI session",
+    "gemini-session-document.jsonl": "an older Gemini CLI session",
     "copilot-events.jsonl": "a GitHub Copilot CLI session",
     "qwen-session.jsonl": "a Qwen Code session",
     "json-array.jsonl": "a JSON array, not JSONL",
@@ -63,8 +62,12 @@ def test_every_command_refuses_a_file_in_no_dialect(fixture, command, on_invalid
 
 
 def test_record_keys_and_type_are_named():
-    with pytest.raises(BadInput, match=r"keys \{type, version, id, timestamp, cwd\}, type 'session'"):
-        detect_dialect(open(FORMATS / "pi-session.jsonl", "rb"), "pi.jsonl")
+    with pytest.raises(BadInput, match=r"keys \{event, at\}"):
+        detect_dialect(open(FORMATS / "unknown-records.jsonl", "rb"), "x.jsonl")
+
+
+def test_a_pi_session_is_read_as_pi():
+    assert detect_dialect(open(FORMATS / "pi-session.jsonl", "rb"), "pi.jsonl") == "pi"
 
 
 @pytest.mark.parametrize(

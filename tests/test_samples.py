@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from helpers.cli import run_cli
-from helpers.strategies import DIALECTS, conversations, jsonl_bytes
+from helpers.strategies import GENERATORS, conversations, jsonl_bytes
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import find as hfind
 
@@ -29,6 +29,8 @@ SAMPLE_FILES = {
     "openai/session.jsonl": "openai",
     "openai/flattened.jsonl": "openai",
     "codex/rollout.jsonl": "codex",
+    "pi/session.jsonl": "pi",
+    "gemini-cli/session.jsonl": "gemini-cli",
 }
 
 Message = tuple[str, list[str], list[str]]  # role, tool_use ids, tool_result ids
@@ -129,7 +131,66 @@ def codex_calls(records: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     return calls, problems + ([f"call ids used more than once: {dup}"] if dup else [])
 
 
-MESSAGES = {"anthropic": anthropic_messages, "claude-code": claude_code_messages, "openai": openai_messages}
+def pi_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
+    """A pi session's path from its last entry to the root, in two parts at its last compaction: what
+    the summary replaced, and the entries from the compaction's firstKeptEntryId on (what pi sends
+    after the summary)."""
+    by_id = {r["id"]: r for r in records[1:]}
+    path: list[dict[str, Any]] = []
+    entry: dict[str, Any] | None = records[-1]
+    while entry is not None:
+        path.insert(0, entry)
+        entry = by_id.get(entry["parentId"])
+    last = max((n for n, r in enumerate(path) if r["type"] == "compaction"), default=None)
+    parts = [path]
+    if last is not None:
+        first = next(n for n, r in enumerate(path) if r["id"] == path[last]["firstKeptEntryId"])
+        parts = [path[:first], path[first:last] + path[last + 1 :]]
+    return [_pi_part(part) for part in parts]
+
+
+def _pi_part(entries: list[dict[str, Any]]) -> list[Message]:
+    msgs: list[Message] = []
+    for r in entries:
+        m = r.get("message") or {}
+        if m.get("role") == "assistant":
+            msgs.append(("assistant", [b["id"] for b in m["content"] if b["type"] == "toolCall"], []))
+        elif m.get("role") == "toolResult":
+            msgs.append(("user", [], [m["toolCallId"]]))
+        elif m.get("role") in ("user", "bashExecution"):
+            msgs.append(("user", [], []))
+    return msgs
+
+
+def gemini_cli_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
+    """Gemini CLI: the last version of each message id, where the id first stood; a gemini record is the
+    model's turn (its calls) and then a user turn of the calls' results."""
+    latest: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if "$set" in r and isinstance(r["$set"].get("messages"), list):
+            latest = {m["id"]: m for m in r["$set"]["messages"]}
+        elif isinstance(r.get("id"), str) and r.get("type") in ("user", "gemini"):
+            latest[r["id"]] = r
+    msgs: list[Message] = []
+    for r in latest.values():
+        if r["type"] == "user":
+            msgs.append(("user", [], []))
+            continue
+        calls = r.get("toolCalls") or []
+        msgs.append(("assistant", [c["id"] for c in calls], []))
+        answered = [p["functionResponse"]["id"] for c in calls for p in c.get("result") or []]
+        if answered:
+            msgs.append(("user", [], answered))
+    return [msgs]
+
+
+MESSAGES = {
+    "anthropic": anthropic_messages,
+    "claude-code": claude_code_messages,
+    "openai": openai_messages,
+    "pi": pi_messages,
+    "gemini-cli": gemini_cli_messages,
+}
 
 
 def pairing_problems(conversation: list[Message]) -> list[str]:
@@ -411,6 +472,19 @@ def test_codex_sample_features() -> None:
     assert any(r["type"] == "turn_context" for r in records[compaction:])
 
 
+def test_pi_sample_features() -> None:
+    records = load("pi/session.jsonl")
+    assert records[0]["type"] == "session" and records[0]["version"] == 3
+    kinds = Counter(r["type"] for r in records)
+    assert kinds["compaction"] == 1 and kinds["model_change"] >= 2 and kinds["thinking_level_change"]
+    parents = Counter(r.get("parentId") for r in records[1:])
+    assert max(parents.values()) == 2  # one branch point: an abandoned branch
+    roles = Counter(r["message"]["role"] for r in records if r["type"] == "message")
+    assert roles["bashExecution"] and roles["toolResult"] >= 10
+    compaction = next(r for r in records if r["type"] == "compaction")
+    assert compaction["firstKeptEntryId"] in {r.get("id") for r in records}
+
+
 def test_openai_standard_sample_shape() -> None:
     records = load("openai/session.jsonl")
     assert records[0]["role"] == "system" and records[-1]["role"] == "assistant"
@@ -445,7 +519,7 @@ FIRST = settings(max_examples=500, database=None, phases=[Phase.generate])
 QUIET_REPR = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dialect", GENERATORS)
 def test_strategies_produce_paired_conversations(dialect: str) -> None:
     @FAST
     @given(conversations(dialect))

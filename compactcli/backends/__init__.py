@@ -1,20 +1,26 @@
 """Summarizer backends behind one small interface (compactcli.layers.summarize.Summarizer).
 
-- `anthropic` (:class:`ModelSummarizer`): a model writes the summary, through the official SDK
-  (:mod:`compactcli.backends.anthropic`). Long transcripts are summarized in parts, then combined.
+- a model writes the summary (:class:`ModelSummarizer`), through one of the backends in
+  MODEL_BACKENDS, each a :class:`compactcli.backends.base.Backend` that makes one request:
+  `anthropic` (the Messages API, :mod:`compactcli.backends.anthropic`), `openai` (any OpenAI-compatible
+  server, :mod:`compactcli.backends.openai`), `claude-code` and `codex` (the user's own agent CLI in
+  print mode, :mod:`compactcli.backends.agent_cli`). Long transcripts are summarized in parts, then
+  combined; that and redaction are ModelSummarizer's, the same for all (docs/design.md, "Backends").
 - `digest` (:mod:`compactcli.backends.digest`): an offline, deterministic digest, no model involved.
 - `auto`: `anthropic` when an API key or auth token is set, else `digest`.
 
-Nothing here imports the SDK: that happens on the first API call.
+Nothing here imports an SDK or runs a program: that happens on the first request.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from compactcli.backends.base import Backend, Reply
 from compactcli.core import redact as redaction
 from compactcli.core.constants import BACKENDS, DEFAULT_MAX_INPUT_TOKENS, DEFAULT_SUMMARY_TOKENS
 from compactcli.layers.summarize import (
@@ -29,9 +35,18 @@ from compactcli.layers.summarize import (
     text_tokens,
 )
 
+# --backend NAME -> "module:function" that makes its Backend from the summarizer settings (a sixth
+# backend adds itself here and to core.constants.BACKENDS).
+MODEL_BACKENDS = {
+    "anthropic": "compactcli.backends.anthropic:make_backend",
+    "openai": "compactcli.backends.openai:make_backend",
+    "claude-code": "compactcli.backends.agent_cli:claude_code",
+    "codex": "compactcli.backends.agent_cli:codex",
+}
+
 
 def resolve_backend(backend: str) -> str:
-    """`anthropic` or `digest`; `auto` is `anthropic` when credentials are set."""
+    """A backend's name; `auto` is `anthropic` when credentials are set, else `digest`."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
     if backend != "auto":
@@ -50,62 +65,101 @@ def make_summarizer(
     max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS,
     max_retries: int = 2,
     redact: bool = True,
+    base_url: str | None = None,
 ) -> ModelSummarizer | Any:
-    """A summarizer for `backend` (`auto`, `anthropic` or `digest`).
-
-    `auto` is resolved here: `anthropic` when an API key or auth token is set, else `digest`;
-    `.name` says which. Nothing is sent before the first `summarize` call.
-    """
-    if resolve_backend(backend) == "digest":
+    """A summarizer for `backend` (one of core.constants.BACKENDS); `.name` says which (`auto`
+    resolved). Nothing is sent before the first `summarize` call. A backend that needs a setting it
+    was not given (openai's --model) raises ValueError saying which."""
+    name = resolve_backend(backend)
+    if name == "digest":
         from compactcli.backends.digest import DigestSummarizer
 
         return DigestSummarizer(redact=redact)
-    from compactcli.backends.anthropic import resolve_model
-
+    module, _, function = MODEL_BACKENDS[name].partition(":")
+    make = getattr(importlib.import_module(module), function)
+    made: Backend = make(model=model, timeout=timeout, max_retries=max_retries, base_url=base_url)
     return ModelSummarizer(
-        model=resolve_model(model),
+        backend=made,
         summary_tokens=summary_tokens,
-        timeout=timeout,
         max_input_tokens=max_input_tokens,
-        max_retries=max_retries,
         redact=redact,
     )
 
 
 @dataclass
+class Usage:
+    """Tokens of the requests of one `summarize`: as the server counted them, else estimated."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    estimated: int = 0  # requests whose server gave no usage: their tokens are the estimate
+    model: str | None = None  # the model that answered, when a reply said
+
+    def add(self, system: str, user: str, reply: Reply) -> None:
+        self.requests += 1
+        self.model = reply.model or self.model
+        if reply.input_tokens is None or reply.output_tokens is None:
+            self.estimated += 1
+        sent = reply.input_tokens
+        self.input_tokens += sent if sent is not None else text_tokens(system) + text_tokens(user)
+        written = reply.output_tokens
+        self.output_tokens += written if written is not None else text_tokens(reply.text)
+
+
+@dataclass
 class ModelSummarizer:
-    """Summaries by a model through the Messages API.
+    """Summaries by a model, through `backend` (compactcli.backends.base.Backend).
 
     The transcript is rendered as text (secrets redacted unless `redact` is off), fenced in
     <transcript> tags in the user turn; the system prompt says that what is inside is data. When it
     is over `max_input_tokens`, it is summarized in parts that each carry the task (the first user
     message), and the part summaries are combined (in rounds, if they do not fit one request).
+    The reply is redacted too. `usage` adds up the tokens of the last `summarize`'s requests.
 
-    Picklable (for --jobs): the SDK client is made on the first call in each process.
+    Picklable (for --jobs): a backend makes its client on its first request in each process.
     """
 
-    model: str
+    backend: Backend
     summary_tokens: int = DEFAULT_SUMMARY_TOKENS
-    timeout: float | None = None
     max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS
-    max_retries: int = 2
     redact: bool = True
-    name: str = "anthropic"
     redactions: Counter[str] = field(default_factory=Counter)
-    calls: int = 0  # API calls made by the last summarize
-    _client: Any = field(default=None, repr=False, compare=False)
+    usage: Usage = field(default_factory=Usage)
 
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_client"] = None
-        return state
+    @property
+    def name(self) -> str:
+        return self.backend.name
+
+    @property
+    def model(self) -> str | None:
+        return self.backend.model
+
+    @property
+    def calls(self) -> int:
+        """Requests made by the last summarize."""
+        return self.usage.requests
+
+    @property
+    def timeout(self) -> float | None:
+        return getattr(self.backend, "timeout", None)
+
+    @property
+    def max_retries(self) -> int:
+        return getattr(self.backend, "max_retries", 2)
+
+    def ready(self) -> None:
+        self.backend.ready()
+
+    def describe(self) -> str:
+        return self.backend.describe()
 
     # -- the interface ---------------------------------------------------------------------
 
     def summarize(self, messages: Iterable[dict], *, focus: str | None = None) -> str:
         rendered = render(messages, redact=self.redact)
         self.redactions = rendered.redactions
-        self.calls = 0
+        self.usage = Usage()
         return self.summarize_rendered(rendered, focus=focus)
 
     # -- the rest --------------------------------------------------------------------------
@@ -159,23 +213,18 @@ class ModelSummarizer:
                 return summaries[0]
 
     def _call(self, user: str) -> str:
-        from compactcli.backends import anthropic as api
-
-        if self._client is None:
-            self._client = api.make_client(timeout=self.timeout, max_retries=self.max_retries)
-        self.calls += 1
-        reply = api.complete(
-            self._client,
-            model=self.model,
-            system=SYSTEM_PROMPT,
-            user=user,
-            max_tokens=self.summary_tokens,
-            redact=self.redact,
+        # The one place every backend's request passes: what is sent is redacted (docs/design.md,
+        # "Secrets"); the rendered transcript was redacted before, so this pass finds only the prompt's.
+        request, _ = redaction.redact_request(
+            {"system": SYSTEM_PROMPT, "messages": [{"role": "user", "content": user}]}, enabled=self.redact
         )
+        user = request["messages"][0]["content"]
+        reply = self.backend.complete(request["system"], user, self.summary_tokens)
+        self.usage.add(SYSTEM_PROMPT, user, reply)
         if not self.redact:
-            return reply
+            return reply.text
         # A model may repeat a secret it was shown elsewhere, or make one up: the reply is written
         # into the transcript, so it is redacted like what was sent.
-        reply, found = redaction.redact(reply)
+        text, found = redaction.redact(reply.text)
         self.redactions.update(found)
-        return reply
+        return text

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from compactcli.backends.base import Reply
 from compactcli.core.constants import DEFAULT_MODEL
 from compactcli.core.errors import Unavailable
 from compactcli.core.redact import redact_request
@@ -57,10 +59,16 @@ class ApiUnavailable(Unavailable):
 
 def resolve_model(model: str | None) -> str:
     """`--model`, else `$COMPACTCLI_MODEL`, else `$MODEL_ID`, else `DEFAULT_MODEL`."""
+    return resolve_model_given(model) or DEFAULT_MODEL
+
+
+def resolve_model_given(model: str | None) -> str | None:
+    """`--model`, else `$COMPACTCLI_MODEL`, else `$MODEL_ID`; None when none is set (every backend
+    reads the model from these, in this order)."""
     for candidate in (model, *(os.environ.get(name) for name in MODEL_ENV)):
         if candidate and candidate.strip():
             return candidate.strip()
-    return DEFAULT_MODEL
+    return None
 
 
 def have_credentials() -> bool:
@@ -84,17 +92,25 @@ def make_client(*, timeout: float | None = None, max_retries: int = 2) -> anthro
         raise ApiUnavailable(f"Anthropic API unavailable: {_one_line(str(err))}{hint}") from err
 
 
+def make_backend(
+    *, model: str | None, timeout: float | None, max_retries: int, base_url: str | None = None
+) -> AnthropicBackend:
+    """The backend of `--backend anthropic` (the endpoint: $ANTHROPIC_BASE_URL, as the SDK reads it)."""
+    return AnthropicBackend(model=resolve_model(model), timeout=timeout, max_retries=max_retries)
+
+
 def complete(
-    client: anthropic.Anthropic,
-    *,
-    model: str,
-    system: str,
-    user: str,
-    max_tokens: int,
-    redact: bool = True,
+    client: anthropic.Anthropic, *, model: str, system: str, user: str, max_tokens: int, redact: bool = True
 ) -> str:
-    """One Messages call with a single user turn; returns the text of the reply. What is sent is
-    redacted unless `redact` is False (--no-redact)."""
+    """One Messages call with a single user turn; returns the text of the reply."""
+    return reply(client, model=model, system=system, user=user, max_tokens=max_tokens, redact=redact).text
+
+
+def reply(
+    client: anthropic.Anthropic, *, model: str, system: str, user: str, max_tokens: int, redact: bool = True
+) -> Reply:
+    """One Messages call with a single user turn: the reply's text, its usage and request id. What is
+    sent is redacted unless `redact` is False (--no-redact)."""
     import anthropic
 
     params: dict[str, Any] = {
@@ -112,14 +128,53 @@ def complete(
     except ValueError as err:  # a 200 whose body is not JSON
         raise _not_the_api("summarizer", f"unparsable JSON ({err})") from err
     text = _text_of(message, "summarizer")
+    request_id = getattr(message, "_request_id", None)
     if not text:
-        request_id = getattr(message, "_request_id", None) or "unknown"
         raise ApiUnavailable(
             f"summarizer unavailable: the reply had no text "
-            f"(stop_reason {message.stop_reason}, request {request_id})",
-            request_id=request_id,
+            f"(stop_reason {message.stop_reason}, request {request_id or 'unknown'})",
+            request_id=request_id or "unknown",
         )
-    return text
+    usage = getattr(message, "usage", None)
+    return Reply(
+        text,
+        input_tokens=_count(getattr(usage, "input_tokens", None)),
+        output_tokens=_count(getattr(usage, "output_tokens", None)),
+        request_id=request_id,
+    )
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+@dataclass
+class AnthropicBackend:
+    """`--backend anthropic` (compactcli.backends.base.Backend): the Messages API through the SDK."""
+
+    model: str
+    timeout: float | None = None
+    max_retries: int = 2
+    name: str = "anthropic"
+    _client: Any = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_client": None}
+
+    def ready(self) -> None:
+        if not have_credentials():
+            raise ApiUnavailable(
+                "--backend anthropic needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN in the environment "
+                "(--backend digest works offline; openai, claude-code and codex need no Anthropic key)"
+            )
+
+    def describe(self) -> str:
+        return f"anthropic (model {self.model})"
+
+    def complete(self, system: str, user: str, max_tokens: int) -> Reply:
+        if self._client is None:
+            self._client = make_client(timeout=self.timeout, max_retries=self.max_retries)
+        return reply(self._client, model=self.model, system=system, user=user, max_tokens=max_tokens)
 
 
 def count_tokens(

@@ -28,7 +28,7 @@ CONFIG_ENV = "COMPACTCLI_CONFIG"
 
 # Options whose value may come from the environment although the option does not say so to click:
 # the environment beats the file for them (the command itself reads the variables, in this order).
-ENVIRONMENT = {"model": ("COMPACTCLI_MODEL", "MODEL_ID")}
+ENVIRONMENT = {"model": ("COMPACTCLI_MODEL", "MODEL_ID"), "base_url": ("OPENAI_BASE_URL",)}
 
 
 class ConfigError(click.UsageError):

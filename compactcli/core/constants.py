@@ -13,7 +13,7 @@ ON_INVALID = ("error", "keep")
 
 # micro (layers/micro.py)
 DEFAULT_PLACEHOLDER = "[Previous: used {tool_name}]"
-DEFAULT_PRESERVE = frozenset({"read_file", "Read"})
+DEFAULT_PRESERVE = frozenset({"read_file", "Read", "read"})  # read: pi's read tool
 
 # token counting (context.py)
 METHODS = ("auto", "seed", "heuristic", "api", "usage")
@@ -21,15 +21,14 @@ DEFAULT_METHOD = "heuristic"  # for the thresholds of micro, summarize and repla
 ESTIMATE_METHOD = "auto"  # estimate's: what the next call would send (docs/design.md, "Estimate")
 
 # summaries (layers/summarize.py, backends/)
-BACKENDS = ("auto", "anthropic", "digest")
+BACKENDS = ("auto", "anthropic", "openai", "claude-code", "codex", "digest")
 DEFAULT_SUMMARY_TOKENS = 8192
 DEFAULT_MAX_INPUT_TOKENS = 150_000
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the anthropic backend's
 # The user's own messages kept verbatim after a summary, newest first (what Codex keeps).
 USER_MESSAGES_TOKENS = 20_000
 
-# estimate (estimate_file.py): its output formats, and how a file ends besides failing
-ESTIMATE_FORMATS = ("table", "json", "csv", "github")
+# estimate (pipelines/estimate_file.py): how a file ends besides failing
 UNDER, OVER, NO_USAGE = "ok", "over", "no-usage"
 NO_USAGE_TEXT = "no usage recorded"
 

@@ -55,6 +55,17 @@ PRICES: dict[str, Price] = {
 }
 
 
+def price_of(model: str | None) -> Price | None:
+    """The list price of `model`, None when this table does not know it (another vendor's model, a
+    local one)."""
+    return PRICES.get(model or "")
+
+
+def cost_usd(price: Price, input_tokens: int, output_tokens: int) -> float:
+    """USD of uncached input and output at `price` (a summary request caches nothing)."""
+    return (input_tokens * price.input + output_tokens * price.output) / PER
+
+
 def parse_price(text: str) -> Price:
     """`IN,CACHED,OUT` (USD per million tokens, each >= 0); ValueError says what is wrong."""
     parts = [part.strip() for part in text.split(",")]

@@ -23,6 +23,8 @@ MODULES: dict[str, tuple[str, str]] = {
     "claude-code": ("claude_code", "CLAUDE_CODE"),
     "openai": ("openai", "OPENAI"),
     "codex": ("codex", "CODEX"),
+    "pi": ("pi", "PI"),
+    "gemini-cli": ("gemini_cli", "GEMINI_CLI"),
 }
 NAMES = tuple(MODULES)
 DEFAULT_NAME = "anthropic"  # an empty file: nothing in it to misread
@@ -86,6 +88,7 @@ __all__ = [
     "MODULES",
     "NAMES",
     "OPENAI",
+    "PI",
     "SUMMARY",
     "ConversationTracker",
     "Dialect",

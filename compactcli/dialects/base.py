@@ -102,6 +102,9 @@ class Dialect:
     # One response's records may have tool results written between them (Claude Code); otherwise a
     # record the model did not write ends the response being recorded (Dialect.call_id).
     results_inside_responses: bool = False
+    # A tool's result is written again in later versions of its record (Gemini CLI upserts records by
+    # id): micro's --keep counts calls, and every version of a cleared result is cleared.
+    results_repeat: bool = False
 
     def fit(self, record: dict) -> int:
         """PROVES: only this dialect writes such a record; FITS: it could be one of ours; NO: it is not."""

@@ -336,6 +336,8 @@ class ContextCounter:
                 self._add(conversation, entry, line)
             return
         tracker = conversation.usage
+        if usage is not None and line and line < conversation.start:
+            usage = None  # recorded before the compaction that started this context (pi keeps such records)
         if tracker is not None:
             calls = tracker.calls
             if usage is not None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,9 +39,11 @@ import orjson
 from compactcli.core import redact as redaction
 from compactcli.core.errors import BadInput, Unavailable
 from compactcli.core.jsonio import dumps_like, plain
+from compactcli.counting.pricing import cost_usd, price_of
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.dialects.base import USER_MESSAGES_TOKENS
 from compactcli.layers.summarize import (
+    PROMPT_OVERHEAD,
     SUMMARY_PREFIX,
     Summarizer,
     UserMessages,
@@ -190,6 +193,11 @@ class SummaryEdit:
     summary: str | None = None
     archive_path: str | None = None
     user_messages: UserMessages | None = None  # filled as summarized_messages is read
+    # The dialect appends its compaction to the file as its agent does (Dialect.appends_compactions,
+    # pi): every line stays, the new record follows the last; `kept_index`: the first kept record's
+    # place among the file's records (what a version 1 pi file names it by).
+    append: bool = False
+    kept_index: int | None = None
     _will_change: bool = False
 
     @property
@@ -198,6 +206,18 @@ class SummaryEdit:
 
     def close(self) -> None:
         pass
+
+    def gate(self, source: BinaryIO, written: str) -> str | None:
+        """--min-retention: why the new content must not replace the original (its retention is below
+        R), else None. Called by rewrite before the replacement: below R the original stays and its
+        archive goes (docs/design.md, "A summary below --min-retention is not applied")."""
+        if self.options.min_retention is None:
+            return None
+        from compactcli.pipelines.verify import measure_into
+
+        return measure_into(
+            self.stats, source, self.path, written, self.options.min_retention, self.on_invalid
+        )
 
     # -- 2. the summary --------------------------------------------------------------------------
 
@@ -233,6 +253,16 @@ class SummaryEdit:
         calls = getattr(self.summarizer, "calls", None)
         if calls is not None:
             self.stats["api_calls"] = calls
+        usage = getattr(self.summarizer, "usage", None)
+        if usage is not None and usage.requests:
+            self.stats["model"] = usage.model or self.summarizer.model
+            self.stats["input_tokens"] = usage.input_tokens
+            self.stats["output_tokens"] = usage.output_tokens
+            # "server": every request's tokens as the server counted them; else some are estimated.
+            self.stats["tokens_from"] = "estimate" if usage.estimated else "server"
+            price = price_of(self.stats["model"])
+            if price is not None:
+                self.stats["cost_usd"] = round(cost_usd(price, usage.input_tokens, usage.output_tokens), 6)
 
     def set_summary(self, text: str, backend: str, redactions: dict[str, int]) -> None:
         if getattr(self.summarizer, "redact", True):
@@ -253,6 +283,13 @@ class SummaryEdit:
 
     def new_records(self, source: BinaryIO, summary: str, archive: str) -> list[dict]:
         context = [self._read_at(source, offset) for offset in self.context_offsets]
+        if self.append:
+            return self.dialect.summary_records(
+                summary_text(archive, summary),
+                context_records=context,
+                pre_tokens=self.pre_tokens,
+                kept_index=self.kept_index,
+            )
         return self.dialect.summary_records(
             summary_text(archive, summary),
             context_records=context,
@@ -288,6 +325,13 @@ class SummaryEdit:
         return text
 
     def _write(self, source: BinaryIO, out: BinaryIO, records: list[dict]) -> None:
+        if self.append:
+            copy_range(source, out, 0, None)
+            if self.size and self._last_byte(source) != b"\n":
+                out.write(self.style.eol)
+            for record in records:
+                out.write(_dump(record, self.style) + self.style.eol)
+            return
         for offset, length in self.top:
             source.seek(offset)
             data = source.read(length)
@@ -303,6 +347,10 @@ class SummaryEdit:
                 out.write(self._relinked(source, offset, length, parent))
             position = offset + length
         copy_range(source, out, position, None)
+
+    def _last_byte(self, source: BinaryIO) -> bytes:
+        source.seek(self.size - 1)
+        return source.read(1)
 
     def _pinned_lines(self, source: BinaryIO, parent: str | None) -> tuple[list[bytes], str | None]:
         """The --pin lines as written after the summary, and the parent for the kept records: in a
@@ -336,10 +384,19 @@ class SummaryEdit:
     def describe(self, source: BinaryIO) -> Iterator[str]:
         kept = len(self.conversation.messages) - self.cut
         summarized = self.conversation.lines[: self.cut]
+        if self.append:
+            yield (
+                f"{self.path}: summarize {self.cut} messages (lines {min(summarized)}-{max(summarized)}) "
+                f"into a compaction record appended to the file; every line stays; keep {kept} messages "
+                "after the summary" + (f" (from line {self.cut_line})" if kept else "")
+            )
+            return
         yield (
             f"{self.path}: summarize {self.cut} messages (lines {min(summarized)}-{max(summarized)}) "
             f"into one; keep {len(self.top)} lines above it, replace {self.dropped} lines (kept in the "
-            f"archive), keep {kept} messages after it" + (f" (from line {self.cut_line})" if kept else "")
+            f"archive), keep {kept} messages after it"
+            + (f" (from line {self.cut_line})" if kept else "")
+            + (f"; {planned_text(self.stats['planned'])}" if "planned" in self.stats else "")
         )
 
     def diff(self, source: BinaryIO, name: str) -> Iterator[str]:
@@ -348,6 +405,12 @@ class SummaryEdit:
         records = self.new_records(source, f"(summary written by {backend} when applied)", "<archive>")
         yield f"--- {name}\n"
         yield f"+++ {name}\n"
+        if self.append:
+            lines = self.stats.get("lines", 0)
+            yield f"@@ -{lines},0 +{lines + 1},{len(records)} @@\n"
+            for record in records:
+                yield "+" + diff_line(_dump(record, self.style) + b"\n")
+            return
         top = {offset for offset, _ in self.top}
         before = self.cut_line - 1
         yield f"@@ -1,{before} +1,{len(self.top) + len(records) + len(self.pinned)} @@\n"
@@ -396,6 +459,7 @@ class _Reader:
         self.style: _Style | None = None
         self.first_user: int | None = None  # offset of the first user message
         self.sources: list[int] = []  # Dialect.feeds_summary records of the active context, by offset
+        self.records: list[int] = []  # offset of every record, in file order (an appended compaction's)
         self.hasher = hashlib.sha256()
 
     def each_line(self, line: Line, offset: int) -> None:
@@ -407,6 +471,7 @@ class _Reader:
             if line.raw.strip():
                 self.top_candidates.append((offset, len(line.raw)))
             return
+        self.records.append(offset)
         if self.dialect.stays_on_top(record):
             self.top_candidates.append((offset, len(line.raw)))
 
@@ -455,7 +520,7 @@ class _Reader:
             self.style = _style_of(raw)
         if self.first_user is None and normalized.get("role") == "user" and not summary:
             self.first_user = offset
-        summary = summary or is_summary_message(normalized) or record.get("isCompactSummary") is True
+        summary = summary or is_summary_message(normalized) or self.dialect.compaction(record) == SUMMARY
         if self.pins and not summary and not self.dialect.stays_on_top(record):
             text = searchable_text(normalized)
             if any(pin.search(text) for pin in self.pins):
@@ -527,9 +592,63 @@ def analyze(
             edit.stats["reason"] = "below threshold"
         return edit
     edit._will_change = True
-    _place_cut(edit, reader, conversation, offset, lines)
+    if getattr(dialect, "appends_compactions", False):
+        _append_after(edit, reader, conversation)
+        if nothing_to_summarize(messages, edit.cut):  # the pinned messages start it
+            edit._will_change = False
+            edit.stats["reason"] = "nothing to summarize"
+            return edit
+    else:
+        _place_cut(edit, reader, conversation, offset, lines)
     edit.stats.update(summarized=edit.cut, kept=len(messages) - edit.cut, replaced_lines=edit.dropped)
+    planned = planned_usage(summarizer, heuristic.tokens or 0)
+    if planned:
+        edit.stats["planned"] = planned
     return edit
+
+
+def _append_after(edit: SummaryEdit, reader: _Reader, conversation: _Conversation) -> None:
+    """The compaction is appended (Dialect.appends_compactions): nothing is removed or relinked. It
+    names the first kept record, and hangs from the file's last record. A pinned message keeps the
+    conversation from it on: the agent keeps one stretch before its compaction, so the pinned messages
+    stay in their place, in order, with what follows them."""
+    edit.append = True
+    pinned = [index for index in pin_closure(conversation.messages, conversation.pinned) if index < edit.cut]
+    if pinned:
+        edit.cut = min(pinned)
+    messages = conversation.messages
+    kept = edit.cut < len(messages)
+    first = [conversation.offsets[edit.cut]] if kept else []
+    edit.cut_offset = conversation.offsets[edit.cut] if kept else edit.size
+    edit.cut_line = conversation.lines[edit.cut] if kept else edit.stats["lines"] + 1
+    edit.context_offsets = tuple(first + reader.records[-1:])
+    edit.kept_index = bisect_left(reader.records, first[0]) if kept else None
+
+
+def planned_usage(summarizer: Summarizer | None, tokens: int) -> dict | None:
+    """What a model summary of a context of `tokens` would send and cost, before any request (what
+    --dry-run reports): the requests (one, or a part per budget and the combining), about `tokens` plus
+    the prompt per request in (an upper bound: rendering clips long tool results), at most
+    --summary-tokens out per request, and the price of that where pricing knows the model. None for a
+    summarizer without a model (the digest)."""
+    budget = getattr(summarizer, "budget", None)
+    if not isinstance(budget, int) or summarizer is None:
+        return None
+    parts = max(1, -(-tokens // budget))
+    requests = 1 if parts == 1 else parts + 1
+    out_tokens = requests * int(getattr(summarizer, "summary_tokens", 0))
+    in_tokens = tokens + requests * PROMPT_OVERHEAD + (0 if parts == 1 else out_tokens)
+    model = getattr(summarizer, "model", None)
+    planned = {
+        "requests": requests,
+        "input_tokens": in_tokens,
+        "max_output_tokens": out_tokens,
+        "model": model,
+    }
+    price = price_of(model)
+    if price is not None:
+        planned["max_cost_usd"] = round(cost_usd(price, in_tokens, out_tokens), 6)
+    return planned
 
 
 def _place_cut(
@@ -572,3 +691,17 @@ def _place_cut(
     sources = [offset for offset in reader.sources if offset < edit.cut_offset]
     if sources:  # the dialect names what its compaction is built from (Dialect.feeds_summary)
         edit.context_offsets = tuple(sources)
+
+
+def planned_text(planned: dict) -> str:
+    """What a run would send: `1 request, ~2,345 tokens in, at most 8,192 out, at most $0.0870`."""
+    requests = planned["requests"]
+    text = (
+        f"{requests} request{'s' if requests != 1 else ''}, ~{planned['input_tokens']:,} tokens in, "
+        f"at most {planned['max_output_tokens']:,} out"
+    )
+    if "max_cost_usd" in planned:
+        text += f", at most ${planned['max_cost_usd']:.4f} at {planned['model']}'s price"
+    elif planned.get("model"):
+        text += f" ({planned['model']}: no price known)"
+    return text

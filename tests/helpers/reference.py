@@ -69,6 +69,9 @@ def _message(record: dict, dialect: str) -> dict | None:
     if dialect == "claude-code":
         inner = record.get("message")
         return inner if record.get("type") in ("user", "assistant") and isinstance(inner, dict) else None
+    if dialect == "pi":  # a `message` entry's AgentMessage
+        inner = record.get("message")
+        return inner if record.get("type") == "message" and isinstance(inner, dict) else None
     return record if "role" in record else None
 
 
@@ -91,6 +94,10 @@ def tool_uses(record: dict, dialect: str) -> Iterator[tuple[str, str]]:
             yield call["id"], function["name"] if isinstance(function, dict) else call["name"]
         return
     for block in _blocks(message):
+        if dialect == "pi":
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                yield block["id"], block["name"]
+            continue
         if isinstance(block, dict) and block.get("type") == "tool_use":
             yield block["id"], block["name"]
         elif isinstance(block, str) and (found := _SDK_TOOL_USE.match(block)):
@@ -111,17 +118,59 @@ class _Conversations:
         return f"agent {record['agentId']}" if record.get("agentId") else f"tree {root}"
 
 
+def _gemini_responses(record: dict) -> list[tuple[int, dict]]:
+    """Gemini CLI: (slot, functionResponse) of every tool call's result in a message record and in the
+    messages of a `$set` checkpoint; slot = message number * 1000 + call number."""
+    patch = record.get("$set")
+    messages = patch.get("messages") if isinstance(patch, dict) else None
+    found = []
+    for number, message in enumerate(messages if isinstance(messages, list) else [record]):
+        if (
+            isinstance(message, dict)
+            and message.get("type") == "user"
+            and isinstance(message.get("content"), list)
+        ):
+            for index, part in enumerate(message["content"]):  # the responses as a user record of their own
+                if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+                    found.append((number * 1000 + index, part["functionResponse"]))
+            continue
+        calls = message.get("toolCalls") if isinstance(message, dict) else None
+        for index, call in enumerate(calls if isinstance(calls, list) else []):
+            for part in call.get("result") or []:
+                if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+                    found.append((number * 1000 + index, part["functionResponse"]))
+                    break
+    return found
+
+
+def _gemini_output(response: dict) -> object:
+    body = response.get("response")
+    return body["output"] if isinstance(body, dict) and list(body) == ["output"] else body
+
+
 def tool_results(records: list[dict], dialect: str) -> list[Result]:
     """Every tool result in file order, with the conversation it belongs to."""
     found: list[Result] = []
     conversations = _Conversations()
     for line, record in enumerate(records):
+        if dialect == "gemini-cli":
+            for slot, response in _gemini_responses(record):
+                found.append(Result(line, slot, response.get("id"), _gemini_output(response), "main"))
+            continue
         conversation = conversations.of(record, dialect)
         entry = _codex_item(record) if dialect == "codex" else None
         if entry is not None and entry.get("type") in CODEX_OUTPUTS:
             found.append(Result(line, -1, entry.get("call_id"), entry.get("output"), conversation))
         message = _message(record, dialect)
         if message is None:
+            continue
+        if dialect == "pi":
+            if message.get("role") == "toolResult":
+                content = message.get("content")
+                # One text block reads as its text: what micro writes a placeholder as.
+                if isinstance(content, list) and len(content) == 1 and content[0].get("type") == "text":
+                    content = content[0].get("text")
+                found.append(Result(line, -1, message.get("toolCallId"), content, conversation))
             continue
         if dialect == "openai":
             if message.get("role") == "tool":
@@ -138,11 +187,19 @@ def tool_results(records: list[dict], dialect: str) -> list[Result]:
 
 
 def set_content(record: dict, dialect: str, result: Result, content: object) -> None:
+    if dialect == "gemini-cli":
+        response = dict(_gemini_responses(record))[result.slot]
+        response["response"] = {"output": content} if isinstance(content, str) else content
+        return
     if dialect == "codex":
         record["payload"]["output"] = content
         return
     message = _message(record, dialect)
     assert message is not None
+    if dialect == "pi":  # content is a list of blocks; the UI's copy (details) goes
+        message["content"] = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        message.pop("details", None)
+        return
     if result.slot < 0:
         message["content"] = content
     else:

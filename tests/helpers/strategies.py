@@ -15,8 +15,6 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-DIALECTS = ("anthropic", "claude-code", "openai")
-
 # Pieces that tool output is made of: code, tracebacks, CJK, quotes and backslashes (which the
 # SDK reprs must escape), tabs and a JSON fragment.
 PIECES = (
@@ -535,15 +533,112 @@ def _codex(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------
+# pi
+
+
+class _PiTree:
+    """A pi session's entries, each the child of the one before (the active path is the whole file)."""
+
+    def __init__(self, seed: int) -> None:
+        self.entries: list[dict[str, Any]] = [
+            {
+                "type": "session",
+                "version": 3,
+                "id": f"{seed:08x}-pi",
+                "timestamp": _pi_time(0),
+                "cwd": "/repo",
+            }
+        ]
+        self.last: str | None = None
+        self.n = 0
+
+    def add(self, kind: str, **fields: Any) -> str:
+        self.n += 1
+        entry_id = f"{self.n:08x}"
+        self.entries.append(
+            {"type": kind, "id": entry_id, "parentId": self.last, "timestamp": _pi_time(self.n), **fields}
+        )
+        self.last = entry_id
+        return entry_id
+
+    def message(self, role: str, content: Any, **fields: Any) -> str:
+        return self.add("message", message={"role": role, "content": content, **fields, "timestamp": self.n})
+
+
+def _pi_time(n: int) -> str:
+    return f"2026-03-14T10:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
+
+
+PI_TOOLS = ("read", "bash", "edit", "write", "grep")
+
+
+@st.composite
+def _pi(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A pi session: the header, a model change, user turns, assistant messages with thinking, text and
+    toolCalls, a toolResult per call (some errors), and now and then a compaction entry that keeps the
+    entries from a user turn on."""
+    tree = _PiTree(draw(st.integers(0, 2**32 - 1)))
+    ids = _Ids("toolu_", draw(st.integers(0, 2**32 - 1)))
+    tree.add("model_change", provider="anthropic", modelId="claude-sonnet-4-5")
+    usage = {"input": 10, "output": 20, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 30}
+    user_turns: list[str] = []
+    for turn in range(draw(st.integers(1, 4))):
+        user_turns.append(tree.message("user", [{"type": "text", "text": draw(prose())}]))
+        if turn and draw(st.integers(0, 3)) == 0:
+            kept = draw(st.sampled_from(user_turns))
+            tree.add("compaction", summary=draw(prose()), firstKeptEntryId=kept, tokensBefore=5000)
+        for _ in range(draw(st.integers(0, 3)) + 1):
+            content: list[dict[str, Any]] = []
+            if draw(st.booleans()):
+                content.append(
+                    {"type": "thinking", "thinking": draw(prose()), "thinkingSignature": "EuYBCkYI"}
+                )
+            calls = [(ids.next(), draw(st.sampled_from(PI_TOOLS))) for _ in range(draw(st.integers(0, 2)))]
+            last = not calls
+            if last or draw(st.booleans()):
+                content.append({"type": "text", "text": draw(prose())})
+            for call_id, name in calls:
+                content.append(
+                    {"type": "toolCall", "id": call_id, "name": name, "arguments": {"path": "a.py"}}
+                )
+            tree.message(
+                "assistant",
+                content,
+                api="anthropic-messages",
+                provider="anthropic",
+                model="claude-sonnet-4-5",
+                usage=usage,
+                stopReason="stop" if last else "toolUse",
+            )
+            for call_id, name in calls:
+                output = [{"type": "text", "text": draw(sized_text())}]
+                tree.message(
+                    "toolResult", output, toolCallId=call_id, toolName=name, isError=draw(st.booleans())
+                )
+            if last:
+                break
+    return tree.entries
+
+
+# ---------------------------------------------------------------------------------------------
 # public API
 
 
 def conversations(dialect: str) -> st.SearchStrategy[list[dict[str, Any]]]:
     """Valid conversations in `dialect` (anthropic | claude-code | openai | codex), one dict per line."""
-    strategies = {"anthropic": _anthropic, "claude-code": _claude_code, "openai": _openai, "codex": _codex}
-    if dialect not in strategies:
-        raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
-    return strategies[dialect]()
+    if dialect not in GENERATORS:
+        raise ValueError(f"no generator for dialect {dialect!r}; one of {', '.join(GENERATORS)}")
+    return GENERATORS[dialect]()
+
+
+# dialect -> its strategy; tests/test_dialect_coverage.py checks that every dialect has one
+GENERATORS = {
+    "anthropic": _anthropic,
+    "claude-code": _claude_code,
+    "openai": _openai,
+    "codex": _codex,
+    "pi": _pi,
+}
 
 
 def jsonl_bytes(records: list[dict[str, Any]], *, style: str = "compact") -> bytes:

@@ -27,7 +27,7 @@ from compactcli.cli.options import (
 from compactcli.core.constants import DEFAULT_THRESHOLD, DEFAULT_THRESHOLDS, STDIN
 from compactcli.core.errors import EXIT_CODES_HELP, USAGE, CompactError, bad_shapes_are_bad_input
 from compactcli.counting.pricing import DEFAULT_PRICE_MODEL, PRICES, Price, parse_price
-from compactcli.report import CSV, FAILED, TABLE, TEXT, Figures, Outcome, Report
+from compactcli.report import COMMAND_FORMATS, CSV, FAILED, TABLE, TEXT, Figures, Outcome, Report
 
 if TYPE_CHECKING:  # the replay itself is imported when the command runs: --help needs none of it
     from compactcli import dialects
@@ -257,7 +257,7 @@ class PriceType(click.ParamType):
     metavar="NAME",
     help=f"With --compare: price as this model (default {DEFAULT_PRICE_MODEL}; see above).",
 )
-@format_options(("text", "json", "table", "csv"))
+@format_options(COMMAND_FORMATS["replay"])
 @click.option("-q", "--quiet", is_flag=True, help="No report and no chart (errors only).")
 def replay(
     path: str,
@@ -308,7 +308,7 @@ def replay(
         why = "an API key is set" if summarizer.name == "anthropic" else "no API key or auth token is set"
         click.echo(f"replay: summarizer {summarizer.name} (--backend auto: {why})", err=True)
     combos = list(itertools.product(threshold, keeps))
-    if what_if and summarizer.name == "anthropic" and not quiet:
+    if what_if and summarizer.name != "digest" and not quiet:
         click.echo(f"replay: {len(combos)} combinations; each makes its own summarizer API calls", err=True)
     try:
         with bad_shapes_are_bad_input(path), ExitStack() as stack:
@@ -394,8 +394,7 @@ def _check_usage(
     if output not in (None, "-") and path != STDIN and Path(output).resolve() == Path(path).resolve():
         raise click.UsageError("-o names the input itself; replay never changes its input")
     if plot and not chart.have_matplotlib():
-        click.echo(f"Error: {chart.PLOT_HINT}", err=True)
-        raise SystemExit(USAGE)
+        raise CompactError(chart.PLOT_HINT, USAGE)
 
 
 def _check_compare_usage(
@@ -416,8 +415,7 @@ def _check_compare_usage(
     if price and price_model:
         raise click.UsageError("give --price or --price-model, not both")
     if plot and not chart.have_matplotlib():
-        click.echo(f"Error: {chart.PLOT_HINT}", err=True)
-        raise SystemExit(USAGE)
+        raise CompactError(chart.PLOT_HINT, USAGE)
 
 
 @dataclass(frozen=True)
@@ -452,7 +450,7 @@ def _compare(
     redact = not summarizer_settings.no_redact
     say_api_counting("replay", summarizer, settings.estimator, redact, quiet)
     plan = runs(settings.thresholds)
-    if summarizer.name == "anthropic" and not quiet:
+    if summarizer.name != "digest" and not quiet:
         click.echo(f"replay: {len(plan)} runs; each makes its own summarizer API calls", err=True)
     try:
         with bad_shapes_are_bad_input(settings.path), ExitStack() as stack:

@@ -20,8 +20,8 @@ from compactcli.cli.options import (
     write_options,
 )
 from compactcli.core.constants import DEFAULT_METHOD, DEFAULT_MODEL, METHODS, STDIN, USER_MESSAGES_TOKENS
-from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, UNAVAILABLE
-from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
+from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, Unavailable
+from compactcli.report import CHANGED, COMMAND_FORMATS, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
 from compactcli.run.settings import Inputs, Writes
 
 if TYPE_CHECKING:  # the rest is imported when the command runs: --help needs none of it
@@ -39,17 +39,23 @@ written beside it, unless --archive-dir asks for a copy there. Stdin is archived
 
 \b
 Backends (--backend):
-  anthropic  a model, through the Messages API: --model, else
-             $COMPACTCLI_MODEL, else $MODEL_ID, else {DEFAULT_MODEL};
-             ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL.
-             Transcripts over --max-input-tokens are summarized in parts,
-             then combined; the task (the first user message) goes with
-             every part.
-  digest     offline and deterministic: the task, later user messages,
-             files read / written / edited, the last commands, errors
-             met, the last assistant message.
-  auto       anthropic when a key or token is set, else digest (stderr
-             says which).
+  anthropic    the Messages API: --model, else $COMPACTCLI_MODEL, else
+               $MODEL_ID, else {DEFAULT_MODEL}; ANTHROPIC_API_KEY or
+               ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL.
+  openai       any OpenAI-compatible server (Ollama, vLLM, llama.cpp,
+               LM Studio, LiteLLM, OpenRouter, OpenAI): --base-url or
+               $OPENAI_BASE_URL, --model (required), OPENAI_API_KEY if the
+               server wants one. Needs compactcli[openai].
+  claude-code  your own `claude` (Claude Code) in print mode, with its
+               login: no tools, no session saved, in an empty folder.
+  codex        your own `codex exec`, with its login, read-only sandbox.
+  digest       offline and deterministic: the task, later user messages,
+               files read / written / edited, the last commands, errors
+               met, the last assistant message.
+  auto         anthropic when a key or token is set, else digest (stderr
+               says which).
+With a model, transcripts over --max-input-tokens are summarized in parts,
+then combined; the task (the first user message) goes with every part.
 
 Secrets (API keys, tokens, private keys, passwords in URLs, ...) become [REDACTED:<kind>] in what is
 sent and in the summary, unless --no-redact; the archive keeps the original.
@@ -184,13 +190,18 @@ class SummarizeFigures(Figures):
             if "bytes_before" in stats:
                 detail.append(f"{stats['bytes_before']:,} -> {stats['bytes_after']:,} bytes")
             detail.append(f"{stats.get('redacted', 0)} secrets redacted")
+            if "input_tokens" in stats:
+                detail.append(_spent(stats))
             if stats.get("archive"):
                 detail.append(f"archive {stats['archive']}")
             return f"summarized {outcome.path} ({'; '.join(detail)})"
         if outcome.status == WOULD_CHANGE:
+            planned = stats.get("planned")
             return (
                 f"would summarize {outcome.path} ({stats.get('summarized', 0)} of {stats.get('messages', 0)} "
-                f"messages, ~{stats.get('tokens') or 0:,} tokens)"
+                f"messages, ~{stats.get('tokens') or 0:,} tokens"
+                + (f"; {_planned(planned)}" if planned else "")
+                + ")"
             )
         if outcome.status == UNCHANGED:
             reason = stats.get("reason")
@@ -201,6 +212,7 @@ class SummarizeFigures(Figures):
         line = super().summary(outcomes, preview)
         redacted = sum(o.stats.get("redacted", 0) for o in outcomes)
         line += f", {redacted} secrets redacted" if redacted else ""
+        line += _totals(outcomes, preview)
         retention = [o.stats["retention"] for o in outcomes if "retention" in o.stats]
         if retention:  # --verify
             below = sum(1 for o in outcomes if "retention" in o.stats and o.exit_code == CHECK_FAILED)
@@ -210,8 +222,53 @@ class SummarizeFigures(Figures):
         return line
 
 
+def _planned(planned: dict) -> str:
+    from compactcli.pipelines.summarize_file import planned_text
+
+    return planned_text(planned)
+
+
+def _spent(stats: dict) -> str:
+    """`1,234 in + 56 out tokens (server), claude-sonnet-5-5, $0.0031`: a file's summary requests."""
+    text = (
+        f"{stats['input_tokens']:,} in + {stats['output_tokens']:,} out tokens ({stats.get('tokens_from')})"
+    )
+    if stats.get("model"):
+        text += f", {stats['model']}"
+    if "cost_usd" in stats:
+        text += f", ${stats['cost_usd']:.4f}"
+    return text
+
+
+def _totals(outcomes: list[Outcome], preview: bool) -> str:
+    """The run's tokens and cost after the counts: what was spent, or under a preview what would be."""
+    if preview:
+        plans = [o.stats["planned"] for o in outcomes if o.status == WOULD_CHANGE and "planned" in o.stats]
+        if not plans:
+            return ""
+        text = f"; would send ~{sum(p['input_tokens'] for p in plans):,} tokens"
+        priced = [p["max_cost_usd"] for p in plans if "max_cost_usd" in p]
+        if priced:
+            text += f", at most ${sum(priced):.4f}"
+            if len(priced) < len(plans):
+                text += f" ({len(plans) - len(priced)} unpriced)"
+        return text
+    spent = [o.stats for o in outcomes if "input_tokens" in o.stats]
+    if not spent:
+        return ""
+    estimated = sum(1 for s in spent if s.get("tokens_from") != "server")
+    sent, written = sum(s["input_tokens"] for s in spent), sum(s["output_tokens"] for s in spent)
+    text = f"; {sent:,} in + {written:,} out tokens" + (f" ({estimated} estimated)" if estimated else "")
+    priced = [s["cost_usd"] for s in spent if "cost_usd" in s]
+    if priced:
+        text += f", ${sum(priced):.4f}"
+        if len(priced) < len(spent):
+            text += f" ({len(spent) - len(priced)} unpriced)"
+    return text
+
+
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
-@input_options(formats=("text", "json", "github"))
+@input_options(formats=COMMAND_FORMATS["summarize"])
 @write_options()
 @summarizer_options()
 @summarize_options()
@@ -255,7 +312,7 @@ def summarize(
         quiet=inputs.quiet,
         check=writes.check,
         preview=preview,
-        stdout_has_data=runner.stdout_carries_data(items, writes.output),
+        stdout_has_data=runner.stdout_carries_data(items, writes.output, writes.diff),
     )
     on_outcome = _reporting(report, options, inputs, writes, items)
     if (use_batch or batch_id) and not preview:
@@ -310,16 +367,14 @@ def _check_backend(summarizer, requested: str, batch: object, preview: bool, qui
         raise click.UsageError(
             "--batch needs the anthropic backend (set ANTHROPIC_API_KEY or pass --backend)"
         )
-    from compactcli.backends.anthropic import have_credentials
 
-    if summarizer.name == "anthropic" and not preview and not have_credentials():
-        # One error before any file is touched, not the same one for every file.
-        click.echo(
-            "error: --backend anthropic needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN in the environment "
-            "(--backend digest works offline); no file was changed",
-            err=True,
-        )
-        raise SystemExit(UNAVAILABLE)
+    ready = getattr(summarizer, "ready", None)
+    if ready is not None and not preview:
+        try:
+            ready()
+        except Unavailable as err:
+            # One error before any file is touched, not the same one for every file.
+            raise Unavailable(f"{err}; no file was changed") from None
     if not quiet and not preview:
         click.echo(f"summarize: backend {_backend_line(requested, summarizer)}", err=True)
 
@@ -331,6 +386,7 @@ def _manifest_options(
         "keep_last": options.keep_last,
         "backend": summarizer.name,
         "model": getattr(summarizer, "model", None),
+        "base_url": getattr(getattr(summarizer, "backend", None), "base_url", None),
         "focus": options.focus,
         "summary_tokens": settings.summary_tokens,
         "max_input_tokens": settings.max_input_tokens,
@@ -353,7 +409,7 @@ def _reporting(
     from compactcli.pipelines.verify import verifying
 
     return verifying(
-        report.done,
+        partial(_telling_refusals, report.done),
         output=writes.output,
         min_retention=options.min_retention,
         fmt=inputs.dialect,
@@ -361,11 +417,17 @@ def _reporting(
     )
 
 
+def _telling_refusals(done: Callable[[Outcome], None], outcome: Outcome) -> None:
+    """`done`, and on stderr why a file below --min-retention was left as it was (told as an error is,
+    -q or not: it fails the run)."""
+    done(outcome)
+    if outcome.status == UNCHANGED and outcome.exit_code == CHECK_FAILED and outcome.message:
+        click.echo(outcome.message, err=True)
+
+
 def _backend_line(requested: str, summarizer) -> str:
-    if summarizer.name == "anthropic":
-        text = f"anthropic (model {summarizer.model})"
-    else:
-        text = "digest (offline, no model)"
+    describe = getattr(summarizer, "describe", None)
+    text = describe() if describe is not None else "digest (offline, no model)"
     if requested == "auto":
         why = "an API key is set" if summarizer.name == "anthropic" else "no API key or auth token is set"
         text += f", chosen by --backend auto: {why}"
