@@ -54,6 +54,18 @@ def _parse_float(literal: str) -> float:
     return Number(literal)
 
 
+# Python refuses to convert integers of more digits to or from text (a guard against slow conversions).
+_INT_DIGITS = 4300
+
+
+def _parse_int(literal: str) -> int | float:
+    """An int; a Number (which keeps its literal) past the digits Python converts, so that a line with a
+    huge integer is read and written back as it was instead of failing."""
+    if len(literal) <= _INT_DIGITS:
+        return int(literal)
+    return Number(literal)
+
+
 class LineError(ValueError):
     """Why a line is not a JSON object (the caller adds file and line)."""
 
@@ -70,7 +82,7 @@ def loads(raw: bytes) -> tuple[Any, bool]:
             start = exc.start + (len(BOM) if raw.startswith(BOM) else 0)
             raise LineError(f"invalid UTF-8 at byte {start}") from None
         try:
-            return json.loads(text, parse_float=_parse_float), True
+            return json.loads(text, parse_float=_parse_float, parse_int=_parse_int), True
         except json.JSONDecodeError as exc:
             raise LineError(f"not valid JSON: {exc.msg} (column {exc.colno})") from None
         except RecursionError:
@@ -103,7 +115,7 @@ def dumps_like(value: Any, raw: bytes, needed_stdlib: bool = False) -> bytes:
     numbers = needed_stdlib
     # The new line (short: a result was cleared) is scanned first; the original only if it has a float.
     if not numbers and (out is None or _FLOAT_OUT.search(out)) and _RISKY_NUMBER.search(raw):
-        value = _put_back_numbers(value, json.loads(raw, parse_float=_parse_float))
+        value = _put_back_numbers(value, json.loads(raw, parse_float=_parse_float, parse_int=_parse_int))
         numbers = True
     if out is not None and not numbers:
         # Escaping only matters when the output has non-ASCII text and the original line had none.

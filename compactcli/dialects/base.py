@@ -318,14 +318,14 @@ def recent_within(texts: list[str], tokens: int = USER_MESSAGES_TOKENS) -> list[
     room = tokens * BYTES_PER_TOKEN
     kept: list[str] = []
     for text in reversed(texts):
-        size = len(text.encode())
+        size = len(text.encode("utf-8", "surrogatepass"))  # a lone surrogate is valid in a JSON string
         if room <= 0:
             break
         if size <= room:
             kept.append(text)
             room -= size
             continue
-        tail = text.encode()[size - room :].decode(errors="ignore")
+        tail = text.encode("utf-8", "surrogatepass")[size - room :].decode(errors="ignore")
         kept.append(TRUNCATED + "\n" + tail)
         break
     return kept[::-1]
@@ -391,7 +391,7 @@ def scan_blocks(content: object, parse_repr=None) -> tuple[list[ToolUse], list[T
         if isinstance(block, dict):
             kind = block.get("type")
             if kind == "tool_result":
-                results.append(ToolResult(block.get("tool_use_id"), index, block.get("content")))
+                results.append(ToolResult(id_of(block.get("tool_use_id")), index, block.get("content")))
             elif kind in ("tool_use", "server_tool_use") and isinstance(block.get("id"), str):
                 uses.append(ToolUse(block["id"], str(block.get("name", "unknown"))))
         elif parse_repr is not None and isinstance(block, str):
@@ -401,11 +401,17 @@ def scan_blocks(content: object, parse_repr=None) -> tuple[list[ToolUse], list[T
     return uses, results
 
 
+def id_of(value: object) -> str | None:
+    """A tool call's id as the pairing reads it: a string, else none (an object or a number pairs with
+    nothing, so that the record is reported unpaired or passed through, never crashes a lookup)."""
+    return value if isinstance(value, str) else None
+
+
 def blocks_tool_results(content: object) -> list[ToolResult]:
     if not isinstance(content, list):
         return []
     return [
-        ToolResult(block.get("tool_use_id"), index, block.get("content"))
+        ToolResult(id_of(block.get("tool_use_id")), index, block.get("content"))
         for index, block in enumerate(content)
         if isinstance(block, dict) and block.get("type") == "tool_result"
     ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from compactcli.core import jsonio
-from compactcli.core.errors import BadInput
+from compactcli.core.errors import BadInput, reading
 from compactcli.dialects.base import NO, PROVES, Dialect
 from compactcli.dialects.foreign import record_format, text_format
 
@@ -49,6 +49,9 @@ def detect(lines: Iterable[bytes], path: str, registry: Sequence[Dialect]) -> Di
             seen_text = True
             continue
         seen_text = True
+        reading.set(
+            (path, number)
+        )  # a record no fit expected names its line (errors.bad_shapes_are_bad_input)
         fits = {d.name: d.fit(record) for d in registry}
         proven = [d for d in registry if fits[d.name] == PROVES]
         foreign = record_format(record)

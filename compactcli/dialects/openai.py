@@ -15,6 +15,7 @@ from compactcli.dialects.base import (
     ToolResult,
     ToolUse,
     data_url_image,
+    id_of,
     message_file_accesses,
 )
 
@@ -30,6 +31,12 @@ def call_name(call: dict) -> str:
     return str(call.get("name") or "unknown")
 
 
+def _calls(record: dict) -> list:
+    """An assistant message's tool calls; a `tool_calls` that is not a list (a number, true) holds none."""
+    calls = record.get("tool_calls")
+    return calls if isinstance(calls, list) else []
+
+
 def call_arguments(call: dict) -> object:
     """Arguments as an object: a JSON string (standard shape) or already an object (flattened shape)."""
     function = call.get("function")
@@ -37,7 +44,7 @@ def call_arguments(call: dict) -> object:
     if isinstance(arguments, str):
         try:
             return json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or an integer too long for Python to read
             return {"arguments": arguments}
     return arguments if arguments is not None else {}
 
@@ -70,6 +77,12 @@ class OpenAIDialect(Dialect):
         role = record.get("role")
         if role not in ROLES:
             return NO
+        if "content" not in record and not (
+            role == "assistant" and ("tool_calls" in record or "function_call" in record)
+        ):
+            # Every chat message has its content (an assistant's calls may stand in for it): a record with
+            # a role and keys of its own but none is another format's, not a message read as empty.
+            return NO
         if role in _OWN_ROLES or "tool_calls" in record or "tool_call_id" in record:
             return PROVES
         content = record.get("content")
@@ -96,7 +109,7 @@ class OpenAIDialect(Dialect):
                 "content": content,
             }
             return {"role": "user", "content": [result]}
-        calls = record.get("tool_calls") or []
+        calls = _calls(record)
         if role != "assistant" or not calls:
             return {"role": role, "content": content}
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) and content else []
@@ -115,14 +128,14 @@ class OpenAIDialect(Dialect):
         return {"role": "assistant", "content": blocks}
 
     def tool_uses(self, record: dict) -> Iterator[ToolUse]:
-        for call in record.get("tool_calls") or ():
+        for call in _calls(record):
             if isinstance(call, dict) and isinstance(call.get("id"), str):
                 yield ToolUse(call["id"], call_name(call))
 
     def tool_results(self, record: dict) -> list[ToolResult]:
         if record.get("role") != "tool":
             return []
-        return [ToolResult(record.get("tool_call_id"), -1, record.get("content"))]
+        return [ToolResult(id_of(record.get("tool_call_id")), -1, record.get("content"))]
 
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         record["content"] = content
@@ -141,7 +154,7 @@ class OpenAIDialect(Dialect):
         return [message]
 
     def file_accesses(self, record: dict) -> list[FileAccess]:
-        if not record.get("tool_calls"):
+        if not _calls(record):
             return []
         return message_file_accesses(self.normalize(record))
 

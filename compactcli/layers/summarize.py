@@ -101,6 +101,11 @@ def is_user_words(message: dict) -> bool:
     return message.get("role") == "user" and not message.get(AGENT_NOTE)
 
 
+def _size(text: str) -> int:
+    """UTF-8 bytes of `text`; a lone surrogate (valid in a JSON string) counts as the three it escapes to."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 class UserMessages:
     """The user's own messages of a summarized part, for the summary message (--keep-user-messages):
     the newest first within `tokens` (bytes / 4, as Codex counts), the oldest of them cut to fit; shown
@@ -121,10 +126,10 @@ class UserMessages:
             return
         self.count += 1
         self._kept.append(text)
-        self._bytes += len(text.encode())
+        self._bytes += _size(text)
         room = self.tokens * BYTES_PER_TOKEN
-        while len(self._kept) > 1 and self._bytes - len(self._kept[0].encode()) >= room:
-            self._bytes -= len(self._kept.popleft().encode())
+        while len(self._kept) > 1 and self._bytes - _size(self._kept[0]) >= room:
+            self._bytes -= _size(self._kept.popleft())
 
     def section(self) -> str:
         """The section added after the summary ("" when there is no message to keep)."""

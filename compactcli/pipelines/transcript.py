@@ -13,7 +13,7 @@ from typing import BinaryIO
 from compactcli import dialects
 from compactcli.core import jsonio
 from compactcli.core.constants import STDIN
-from compactcli.core.errors import BadInput, TornLastLine
+from compactcli.core.errors import BadInput, TornLastLine, reading
 
 STDIN_NAME = "<stdin>"
 # Transcript lines are long (KBs); the default 8 KiB buffer makes line iteration several times slower.
@@ -36,6 +36,7 @@ def line_ending(raw: bytes) -> bytes:
 
 
 def parse_line(raw: bytes, path: str, number: int, on_invalid: str = "error") -> Line:
+    reading.set((path, number))  # names the line if a record of a shape nothing expected fails later
     if not raw.strip():
         return Line(number, raw, None)
     try:

@@ -63,7 +63,14 @@ def process(
     item: str, *, settings: FileSettings, analyze: Analyze, output_dir: str, roots: Sequence[str]
 ) -> Outcome:
     """One input (a local path or a URL) to its place under `output_dir`, or a preview of it."""
-    dest = destination(output_dir, relative_name(item, roots))
+    relative = relative_name(item, roots)
+    if any(part in remote.DOT_SEGMENTS for part in relative.split("/")):
+        # An object key may hold `..`; as a path below the output root it would point elsewhere.
+        raise errors.CompactError(
+            f"{item}: the key has a '.' or '..' segment; not written under --output-dir, where it "
+            "would name a place outside its own"
+        )
+    dest = destination(output_dir, relative)
     with ExitStack() as stack:
         source, name = stack.enter_context(open_input(item))
         if remote.is_url(dest):
@@ -147,7 +154,9 @@ def write_manifest(output_dir: str, outcomes: Iterable[Outcome], command: str, o
             remote.write_bytes(target, _ended(before) + b"".join(lines))
         else:
             Path(output_dir).mkdir(parents=True, exist_ok=True)
-            with open(target, "ab") as manifest:
+            # It names every transcript and its hashes: created private, as the archive manifest is.
+            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            with open(fd, "ab") as manifest:
                 manifest.write(b"".join(lines))
     except OSError as exc:
         raise errors.CompactError(f"{target}: cannot write the manifest: {exc.strerror or exc}") from None

@@ -285,7 +285,7 @@ def _to_output(
                 _write(edit, source, out)
             written = out.written
         else:
-            with store.output_file(Path(settings.output)) as target:
+            with store.output_file(Path(settings.output), _mode_of(source, spool)) as target:
                 out = _CountingWriter(target)
                 _write(edit, source, out)
                 written = out.written
@@ -298,6 +298,18 @@ def _to_output(
     if archived is not None:
         stats["archive"] = str(archived[0])
     return Outcome(item, status, stats=stats)
+
+
+def _mode_of(source: BinaryIO, spool: object) -> int | None:
+    """The permission bits a new output copies: the transcript's own; none for stdin or a URL (a spool)."""
+    if spool is not None:
+        return None
+    try:
+        st = os.fstat(source.fileno())
+    except (OSError, AttributeError, ValueError):
+        return None
+    # An unlinked temp file (a spooled URL) has no mode of the transcript's to pass on.
+    return st.st_mode if stat.S_ISREG(st.st_mode) and st.st_nlink > 0 else None
 
 
 @contextlib.contextmanager

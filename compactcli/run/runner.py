@@ -317,7 +317,8 @@ def run_one(worker: Callable[[str], Outcome], item: str) -> Outcome:
     if item != STDIN and os.path.isdir(item):
         return _unsearchable(item)
     try:
-        return worker(item)
+        with errors.bad_shapes_are_bad_input(item):
+            return worker(item)
     except errors.CompactError as exc:
         status = BUSY if exc.exit_code == errors.BUSY else FAILED
         message = str(exc)

@@ -16,7 +16,6 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import PurePosixPath
 from typing import BinaryIO
 
 from compactcli.core import errors
@@ -71,6 +70,9 @@ def filesystem(url: str):
         raise errors.CompactError(install_hint(url), errors.USAGE) from None
 
 
+DOT_SEGMENTS = (".", "..")
+
+
 def discover(url: str, glob: str) -> list[str]:
     """The transcripts a URL names: itself if it is a file, else the files under it matching `glob`.
 
@@ -90,8 +92,13 @@ def discover(url: str, glob: str) -> list[str]:
     prefix = root.rstrip("/")
     relatives = []
     for path in found:
-        parts = PurePosixPath(path[len(prefix) :].lstrip("/")).parts
-        if any(part == ARCHIVE_DIR_NAME or part.startswith(".") for part in parts):
+        # A key is a name, not a path: `a//b` and `c/../d` are keys of their own, processed as they are
+        # (PurePosixPath would fold `//` into another key, and `..` read as a dot name was skipped unsaid).
+        relative = path[len(prefix) :]
+        parts = tuple((relative[1:] if relative.startswith("/") else relative).split("/"))
+        if any(
+            part == ARCHIVE_DIR_NAME or (part.startswith(".") and part not in DOT_SEGMENTS) for part in parts
+        ):
             continue
         if fnmatch.fnmatchcase(parts[-1], glob):
             relatives.append(parts)

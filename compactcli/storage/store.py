@@ -27,6 +27,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import signal
 import stat
 import tempfile
@@ -773,6 +774,57 @@ class _HashingWriter:
         return getattr(self._raw, name)
 
 
+# A Replacement's temp file: "." + the target's name + "." + mkstemp's 8 random characters + ".tmp".
+_TEMP_NAME = re.compile(r"\A\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp\Z")
+# A temp file written to within this many seconds may be one whose writer has not taken its lock yet.
+STALE_TEMP_SECONDS = 60
+_swept: set[str] = set()
+
+
+def sweep_stale_temps(folder: Path) -> list[str]:
+    """Remove the temp files of killed runs in ``folder`` (docs/design.md, "Concurrency"), once per folder
+    and process; returns the names removed. A temp file is taken for one of ours only when its name is a
+    Replacement's for a file that is there, it is the user's regular file, untouched for
+    STALE_TEMP_SECONDS, and no process holds its lock: a writer holds it from the temp's creation
+    (the kernel drops it when the writer dies)."""
+    key = os.path.abspath(folder)
+    if key in _swept:
+        return []
+    _swept.add(key)
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    names = {entry.name for entry in entries}
+    now = time.time()
+    for entry in entries:
+        match = _TEMP_NAME.match(entry.name)
+        if match is None or match["name"] not in names:
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if (
+                not stat.S_ISREG(st.st_mode)
+                or st.st_uid != os.geteuid()
+                or now - st.st_mtime < STALE_TEMP_SECONDS
+            ):
+                continue
+            fd = os.open(entry.path, os.O_RDONLY | _NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # refused: its writer is alive
+            if os.stat(entry.path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+                os.unlink(entry.path)
+                removed.append(entry.name)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
 class Replacement:
     """A temp file in the same folder as ``target`` that atomically becomes ``target`` on commit.
 
@@ -784,8 +836,11 @@ class Replacement:
         """``hashed=False``: the content is not hashed as it is written (a -o output needs no hash)."""
         self.target = Path(target)
         self._real = Path(os.path.realpath(self.target))
+        sweep_stale_temps(self._real.parent)
         with _io_errors(self.target):
             fd, tmp = tempfile.mkstemp(prefix=f".{self._real.name}.", suffix=".tmp", dir=self._real.parent)
+        # Held while it is written: a later run tells a temp file whose writer was killed by its lock.
+        fcntl.flock(fd, fcntl.LOCK_EX)
         self.temp_path = Path(tmp)
         raw = os.fdopen(fd, "wb", buffering=WRITE_BUFFER)
         self.file = _HashingWriter(raw) if hashed else raw
@@ -929,8 +984,11 @@ class Replacement:
             if not self._done:
                 self.discard()
 
-    def commit_new(self) -> None:
-        """Write an output file (``-o PATH``): keep an existing file's mode, no archive."""
+    def commit_new(self, source_mode: int | None = None) -> None:
+        """Write an output file (``-o PATH``): keep an existing file's mode, no archive. A new file takes
+        the permission bits of ``source_mode`` (the transcript it was made from) less the umask, as
+        ``cp`` does: a private transcript does not become a world-readable copy. Without one (stdin, a
+        URL) it is 0666 less the umask, as the shell's ``>`` makes it."""
         if self._done:
             raise ValueError("replacement already committed or discarded")
         try:
@@ -939,7 +997,8 @@ class Replacement:
                 try:
                     st = os.stat(self._real)
                 except FileNotFoundError:
-                    os.chmod(self.temp_path, 0o666 & ~current_umask())
+                    bits = 0o666 if source_mode is None else stat.S_IMODE(source_mode) & 0o777
+                    os.chmod(self.temp_path, bits & ~current_umask())
                 else:
                     self._take_mode(st)
                 self._replace()
@@ -949,11 +1008,11 @@ class Replacement:
 
 
 @contextlib.contextmanager
-def output_file(target: Path) -> Iterator[BinaryIO]:
+def output_file(target: Path, source_mode: int | None = None) -> Iterator[BinaryIO]:
     """Where ``-o PATH`` writes (docs/design.md, "Output targets"). A regular file (or a new one) is
-    replaced atomically when the block ends without an error. Anything else — a device such as
-    /dev/null, a FIFO, a terminal — is written into, as the shell's ``>`` would, and never
-    replaced by a regular file."""
+    replaced atomically when the block ends without an error; a new one takes ``source_mode``'s
+    permission bits (``Replacement.commit_new``). Anything else — a device such as /dev/null, a FIFO,
+    a terminal — is written into, as the shell's ``>`` would, and never replaced by a regular file."""
     target = Path(target)
     try:
         st = os.stat(target)
@@ -969,7 +1028,7 @@ def output_file(target: Path) -> Iterator[BinaryIO]:
         return
     with Replacement(target, hashed=False) as replacement:
         yield replacement.file  # type: ignore[misc]
-        replacement.commit_new()
+        replacement.commit_new(source_mode)
 
 
 # ---------------------------------------------------------------- writers holding the file open

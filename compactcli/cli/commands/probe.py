@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import click
 
 from compactcli.cli.options import InputPath, dialect_option, format_options, on_invalid_option
-from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, CompactError
+from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, CompactError, bad_shapes_are_bad_input
 from compactcli.report import COMMAND_FORMATS, FAILED, Figures, Outcome, Report
 
 PROBED = "probed"
@@ -63,7 +63,11 @@ def probe(original: str, summarized: str, dialect, on_invalid: str, output_forma
     report = Report("probe", figures, output_format=output_format)
     name = STDIN_NAME if original == STDIN else original
     try:
-        with open_input(original) as (source, name), open_input(summarized) as (result, summarized_name):
+        with (
+            bad_shapes_are_bad_input(name),
+            open_input(original) as (source, name),
+            open_input(summarized) as (result, summarized_name),
+        ):
             outcome = measure(source, name, result, summarized_name, fmt=dialect, on_invalid=on_invalid)
     except CompactError as exc:
         report.done(Outcome(name, FAILED, exc.exit_code, str(exc)))

@@ -25,7 +25,7 @@ from compactcli.cli.options import (
     summarizer_options,
 )
 from compactcli.core.constants import DEFAULT_THRESHOLD, DEFAULT_THRESHOLDS, STDIN
-from compactcli.core.errors import EXIT_CODES_HELP, USAGE, CompactError
+from compactcli.core.errors import EXIT_CODES_HELP, USAGE, CompactError, bad_shapes_are_bad_input
 from compactcli.counting.pricing import DEFAULT_PRICE_MODEL, PRICES, Price, parse_price
 from compactcli.report import COMMAND_FORMATS, CSV, FAILED, TABLE, TEXT, Figures, Outcome, Report
 
@@ -311,7 +311,7 @@ def replay(
     if what_if and summarizer.name != "digest" and not quiet:
         click.echo(f"replay: {len(combos)} combinations; each makes its own summarizer API calls", err=True)
     try:
-        with ExitStack() as stack:
+        with bad_shapes_are_bad_input(path), ExitStack() as stack:
             source = Source(path, stack)
             chosen = source.dialect(dialect)
             count = ContextSize(chosen, estimator, model=model, cache=_cache(estimator), redact=redact)
@@ -453,7 +453,7 @@ def _compare(
     if summarizer.name != "digest" and not quiet:
         click.echo(f"replay: {len(plan)} runs; each makes its own summarizer API calls", err=True)
     try:
-        with ExitStack() as stack:
+        with bad_shapes_are_bad_input(settings.path), ExitStack() as stack:
             source = Source(settings.path, stack)
             chosen = source.dialect(settings.dialect)
             count = ContextSize(
