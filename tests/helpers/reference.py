@@ -129,6 +129,10 @@ def tool_uses(record: dict, dialect: str) -> Iterator[tuple[str, str]]:
     entry = _codex_item(record) if dialect == "codex" else None
     if entry is not None and entry.get("type") in CODEX_CALLS:
         yield entry["call_id"], "local_shell" if entry["type"] == "local_shell_call" else entry["name"]
+    if dialect == "gemini-cli":  # a gemini record's calls (each version of it names the same)
+        for call in record.get("toolCalls") or () if record.get("type") == "gemini" else ():
+            yield call["id"], call["name"]
+        return
     if dialect == "qwen-code":
         for part in _qwen_parts(record):
             call = part.get("functionCall")
@@ -260,6 +264,7 @@ def set_content(record: dict, dialect: str, result: Result, content: object) -> 
     if dialect == "gemini-cli":
         response = dict(_gemini_responses(record))[result.slot]
         response["response"] = {"output": content} if isinstance(content, str) else content
+        return
     if dialect == "qwen-code":
         answer = _qwen_parts(record)[result.slot]["functionResponse"]
         answer["response"] = {"output": content}
@@ -275,6 +280,9 @@ def set_content(record: dict, dialect: str, result: Result, content: object) -> 
         data = record["data"]
         if isinstance(data.get("result"), dict):
             data["result"]["content"] = content
+            for name in COPILOT_UI_FIELDS:  # the UI's copies of a cleared result go empty with it
+                if name in data["result"]:
+                    data["result"][name] = "" if isinstance(data["result"][name], str) else []
         elif isinstance(data.get("error"), dict):
             data["error"]["message"] = content
         else:
@@ -301,7 +309,8 @@ def set_content(record: dict, dialect: str, result: Result, content: object) -> 
 class MicroRules:
     keep: int = 3
     min_chars: int = 100
-    preserve: frozenset[str] = frozenset({"read_file", "Read"})
+    # micro's documented default: each agent's file-read tool
+    preserve: frozenset[str] = frozenset({"read_file", "Read", "read", "view"})
     placeholder: str = "[Previous: used {tool_name}]"
     clear_multimodal: bool = False
 
