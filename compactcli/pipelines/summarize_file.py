@@ -31,6 +31,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, BinaryIO
 
 import orjson
@@ -42,13 +43,18 @@ from compactcli.counting.pricing import cost_usd, price_of
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.dialects.base import USER_MESSAGES_TOKENS
 from compactcli.layers.summarize import (
+    EARLIER_SUMMARY,
     PROMPT_OVERHEAD,
     SUMMARY_PREFIX,
     Summarizer,
     UserMessages,
     after_summary,
     choose_cut,
+    depth_note,
+    depth_of,
+    is_earlier_summary,
     is_summary_message,
+    message_text,
     nothing_to_summarize,
     pin_closure,
     searchable_text,
@@ -146,6 +152,20 @@ class _Conversation:
         self.pinned.clear()
 
 
+def carried_messages(dialect: Dialect, record: dict) -> list[dict]:
+    """The summarizer's messages of one record: for a compaction that carries the new context itself,
+    those of that context, whose last user message (the summary, as Codex writes it) is marked
+    EARLIER_SUMMARY."""
+    messages = [
+        m for m in map(partial(summarizer_view, dialect), _with_history(dialect, record)) if m is not None
+    ]
+    if dialect.compaction(record) == BOUNDARY:
+        users = [m for m in messages if m.get("role") == "user"]
+        if users:
+            users[-1][EARLIER_SUMMARY] = True
+    return messages
+
+
 def _with_history(dialect: Dialect, record: dict) -> list[dict]:
     """A record, or for a compaction that carries the new context itself, the records of that context."""
     if dialect.compaction(record) == BOUNDARY:
@@ -192,6 +212,7 @@ class SummaryEdit:
     summary: str | None = None
     archive_path: str | None = None
     user_messages: UserMessages | None = None  # filled as summarized_messages is read
+    previous_depth: int = 0  # of the earlier summary summarized_messages met (0: none)
     _will_change: bool = False
 
     @property
@@ -214,11 +235,11 @@ class SummaryEdit:
                 continue
             source.seek(offset)
             record = parse_line(source.readline(), self.path, number, self.on_invalid).record
-            for each in _with_history(self.dialect, record) if record is not None else ():
-                normalized = summarizer_view(self.dialect, each)
-                if normalized is not None:
-                    user_messages.add(normalized)
-                    yield normalized
+            for normalized in carried_messages(self.dialect, record) if record is not None else ():
+                if is_earlier_summary(normalized):
+                    self.previous_depth = depth_of(message_text(normalized))
+                user_messages.add(normalized)
+                yield normalized
         self.user_messages = user_messages
 
     def prepare(self, source: BinaryIO) -> None:
@@ -231,7 +252,10 @@ class SummaryEdit:
             text = self.summarizer.summarize(self.summarized_messages(source), focus=self.options.focus)
         except Unavailable as err:
             raise Unavailable(f"{self.path}: {err}") from err
-        self.set_summary(text, self.summarizer.name, dict(self.summarizer.redactions))
+        # A summary built on an earlier one says how deep it is, for the next compaction to read.
+        depth = self.previous_depth + 1 if self.previous_depth else 1
+        self.stats["compaction_depth"] = depth
+        self.set_summary(text + depth_note(depth), self.summarizer.name, dict(self.summarizer.redactions))
         calls = getattr(self.summarizer, "calls", None)
         if calls is not None:
             self.stats["api_calls"] = calls
