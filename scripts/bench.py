@@ -192,6 +192,49 @@ with open(dst, "w", encoding="utf-8") as out:
         out.write("\\n")
 """
 
+# The same rule for a pi session: each toolResult entry is one result, paired with its call by toolCallId;
+# a cleared result is written as one text block, its `details` (the UI's copy) dropped; pi's read is kept.
+STDLIB_MICRO_PI = """
+import json, sys
+src, dst = sys.argv[1:3]
+KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read"}
+PLACEHOLDER = "[Previous: used {tool_name}]"
+with open(src, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+
+names, results = {}, []
+for i, record in enumerate(records):
+    message = record.get("message") if record.get("type") == "message" else None
+    if not isinstance(message, dict):
+        continue
+    if message.get("role") == "assistant":
+        for block in message.get("content") or ():
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                names.setdefault(block.get("id"), str(block.get("name", "unknown")))
+    elif message.get("role") == "toolResult":
+        results.append(i)
+
+for i in results[: max(len(results) - KEEP, 0)]:
+    message = records[i]["message"]
+    content = message.get("content")
+    if not (isinstance(content, list) and len(content) == 1 and content[0].get("type") == "text"):
+        continue
+    text = content[0].get("text")
+    if not isinstance(text, str) or len(text) <= MIN_CHARS:
+        continue
+    name = names.get(message.get("toolCallId"), "unknown")
+    placeholder = PLACEHOLDER.replace("{tool_name}", name)
+    if name in PRESERVE or text == placeholder:
+        continue
+    message["content"] = [{"type": "text", "text": placeholder}]
+    message.pop("details", None)
+
+with open(dst, "w", encoding="utf-8") as out:
+    for record in records:
+        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        out.write("\\n")
+"""
+
 # Prints which modules a command imported, after running it in this interpreter.
 IMPORT_PROBE = """
 import runpy, sys
@@ -313,7 +356,7 @@ def make_cases(src: Path, work: Path, dialect: str, cli: list[str], python: str)
         micro_out.unlink(missing_ok=True)
 
     micro = [*cli, "micro", "-q"]
-    stdlib_micro = STDLIB_MICRO_CODEX if dialect == "codex" else STDLIB_MICRO
+    stdlib_micro = {"codex": STDLIB_MICRO_CODEX, "pi": STDLIB_MICRO_PI}.get(dialect, STDLIB_MICRO)
     # Claude Code: micro with the chain view off, right after micro -o FILE in each round (paired)
     chain_off = (
         [

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-DIALECTS = ("claude-code", "anthropic", "codex")
+DIALECTS = ("claude-code", "anthropic", "codex", "pi")
 GENERATOR_VERSION = 1  # bump when the output changes, so cached files are rebuilt
 
 # (tool, weight); Read is preserved by micro by default, so its share matters.
@@ -446,12 +446,97 @@ class _CodexMaker(_Maker):
             yield from self.turn()
 
 
+# pi's own tools for the ones the Anthropic-shaped turns call (pi has no sub-agents or todo list).
+PI_TOOLS = {"Bash": "bash", "Read": "read", "Write": "write", "Edit": "edit", "Grep": "grep", "Glob": "find"}
+
+
+class _PiMaker(_Maker):
+    """A pi session (version 3): the header, then each message of the Anthropic-shaped turns as an entry
+    of the tree, a tool result per entry, with pi's block names, usage and an edit's `details`."""
+
+    def __init__(self, dialect: str, seed: int) -> None:
+        super().__init__("anthropic", seed)  # the turns, as Anthropic messages, are converted
+        self.leaf: str | None = None
+
+    def entry(self, message: dict) -> dict:
+        own = self.uuid()[:8]
+        record = {
+            "type": "message",
+            "id": own,
+            "parentId": self.leaf,
+            "timestamp": self.tick(),
+            "message": message,
+        }
+        self.leaf = own
+        return record
+
+    def block(self, block: dict) -> dict:
+        kind = block.get("type")
+        if kind == "tool_use":
+            name = PI_TOOLS.get(block["name"], block["name"].lower())
+            arguments = dict(block["input"])
+            if "file_path" in arguments:
+                arguments["path"] = arguments.pop("file_path")
+            return {"type": "toolCall", "id": block["id"], "name": name, "arguments": arguments}
+        if kind == "thinking":
+            return {
+                "type": "thinking",
+                "thinking": block["thinking"],
+                "thinkingSignature": block["signature"],
+            }
+        return block
+
+    def convert(self, record: dict, names: dict[str, str]) -> Iterator[dict]:
+        content = record["content"]
+        if record["role"] == "assistant":
+            blocks = [self.block(b) for b in content]
+            names.update((b["id"], b["name"]) for b in blocks if b["type"] == "toolCall")
+            usage = {
+                "input": 3,
+                "output": self.rng.randint(1, 2000),
+                "cacheRead": self.rng.randint(1000, 150000),
+            }
+            usage.update(cacheWrite=self.rng.randint(0, 5000), totalTokens=0)
+            stop = "toolUse" if blocks[-1]["type"] == "toolCall" else "stop"
+            message = {
+                "role": "assistant",
+                "content": blocks,
+                "api": "anthropic-messages",
+                "provider": "anthropic",
+            }
+            message.update(model=_MODEL, usage=usage, stopReason=stop, timestamp=0)
+            yield self.entry(message)
+            return
+        if isinstance(content, str):
+            yield self.entry({"role": "user", "content": [{"type": "text", "text": content}], "timestamp": 0})
+            return
+        for block in content:
+            result = block["content"]
+            name = names.get(block["tool_use_id"], "unknown")
+            message = {"role": "toolResult", "toolCallId": block["tool_use_id"], "toolName": name}
+            message["content"] = [{"type": "text", "text": result}] if isinstance(result, str) else result
+            if name == "edit":
+                message["details"] = {"diff": self.slice(300), "firstChangedLine": 1}
+            message.update(isError=block.get("is_error") is True, timestamp=0)
+            yield self.entry(message)
+
+    def records(self) -> Iterator[dict]:
+        yield {"type": "session", "version": 3, "id": self.session, "timestamp": self.tick(), "cwd": self.cwd}
+        yield {"type": "model_change", "id": "0000model", "parentId": None, "timestamp": self.tick(),
+               "provider": "anthropic", "modelId": _MODEL}  # fmt: skip
+        self.leaf = "0000model"
+        names: dict[str, str] = {}
+        for record in super().records():
+            yield from self.convert(record, names)
+
+
 def generate(path: Path, mb: float, dialect: str, seed: int = 1) -> int:
     """Write about `mb` MB (10**6 bytes) of transcript to `path`; returns the number of lines."""
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {DIALECTS}")
     target = int(mb * 1_000_000)
-    maker = _CodexMaker(dialect, seed) if dialect == "codex" else _Maker(dialect, seed)
+    makers = {"codex": _CodexMaker, "pi": _PiMaker}
+    maker = makers.get(dialect, _Maker)(dialect, seed)
     written = lines = 0
     with open(path, "wb") as out:
         for record in maker.records():

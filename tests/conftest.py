@@ -8,6 +8,19 @@ import pytest
 from helpers.fakeapi import FakeAnthropic
 from helpers.fakeopenai import FakeOpenAI
 
+# --- the slow tiers: `pytest -m "not slow"` is the inner loop; CI and the README run everything ----
+
+# Modules that start real agent CLIs, storage emulators or a cluster (each skips with its reason when
+# what it needs is absent). A new agent's tier, tests/test_agents_<agent>.py, is slow by its name.
+SLOW_MODULES = ("test_agents_", "test_object_store", "test_distributed")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name.startswith(SLOW_MODULES):
+            item.add_marker(pytest.mark.slow)
+
+
 # --- Anthropic API: environment isolation and the fake server (tests/helpers/fakeapi.py) -----------
 
 # Variables that would send a test to the real API, or change which model or credentials the

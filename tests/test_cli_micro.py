@@ -178,7 +178,7 @@ def test_in_place_writes_the_result_an_exact_archive_and_a_manifest_line(transcr
     assert record["version"] == compactcli.__version__
     options = record["options"]
     assert (options["keep"], options["min_chars"]) == (3, 100)
-    assert sorted(options["preserve"]) == ["Read", "read_file"]
+    assert sorted(options["preserve"]) == ["Read", "read", "read_file", "view"]
     assert options["placeholder"] == "[Previous: used {tool_name}]"
     when = datetime.strptime(record["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     assert before <= when <= after

@@ -1,7 +1,9 @@
 """`compactcli prune` and `compactcli restore` on folders, through the installed command.
 
 Archives are made by real micro runs (each with a smaller --keep, so each run changes the file and
-archives it again); the manifest is then read as JSON lines to know which archive is which.
+archives it again); the manifest is then read as JSON lines to know which archive is which. The rules'
+own tests pass --prune-original, so that the oldest entry is one like any other; the pristine
+original's protection is tested on its own.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def age(folder: Path, name: str, position: int, when: str) -> None:
 def test_keep_last_keeps_the_newest_per_file_and_nothing_else_changes(folder: Path) -> None:
     a = records(folder, "a.jsonl")
     b_lines = [line for line in manifest_lines(folder) if b"b.jsonl" in line]
-    run = compactcli("prune", "--keep-last", 1, folder)
+    run = compactcli("prune", "--prune-original", "--keep-last", 1, folder)
     assert run.returncode == OK, run.stderr
     assert "2 archives dropped" in run.stderr
     assert records(folder, "a.jsonl") == [a[-1]]
@@ -81,7 +83,7 @@ def test_keep_last_keeps_the_newest_per_file_and_nothing_else_changes(folder: Pa
 
 
 def test_a_file_path_prunes_only_that_file(folder: Path) -> None:
-    run = compactcli("prune", "--keep-last", 0, folder / "b.jsonl")
+    run = compactcli("prune", "--prune-original", "--keep-last", 0, folder / "b.jsonl")
     assert run.returncode == OK, run.stderr
     assert records(folder, "b.jsonl") == []
     assert len(records(folder, "a.jsonl")) == 3
@@ -90,7 +92,7 @@ def test_a_file_path_prunes_only_that_file(folder: Path) -> None:
 def test_older_than_drops_only_old_entries(folder: Path) -> None:
     age(folder, "a.jsonl", 0, "2020-01-01T00:00:00.000000Z")
     newer = records(folder, "a.jsonl")[1:]
-    run = compactcli("prune", "--older-than", "30d", folder)
+    run = compactcli("prune", "--prune-original", "--older-than", "30d", folder)
     assert run.returncode == OK, run.stderr
     assert records(folder, "a.jsonl") == newer
     assert len(records(folder, "b.jsonl")) == 1
@@ -100,7 +102,7 @@ def test_both_rules_drop_what_neither_keeps(folder: Path) -> None:
     age(folder, "a.jsonl", 0, "2020-01-01T00:00:00.000000Z")
     age(folder, "a.jsonl", 2, "2020-01-02T00:00:00.000000Z")
     everything = records(folder, "a.jsonl")
-    run = compactcli("prune", "--keep-last", 1, "--older-than", "2w", folder)
+    run = compactcli("prune", "--prune-original", "--keep-last", 1, "--older-than", "2w", folder)
     assert run.returncode == OK, run.stderr
     # entry 0: old and not the last: dropped; entry 1: recent: kept; entry 2: old but the last: kept
     assert records(folder, "a.jsonl") == everything[1:]
@@ -108,7 +110,7 @@ def test_both_rules_drop_what_neither_keeps(folder: Path) -> None:
 
 def test_dry_run_changes_nothing(folder: Path) -> None:
     before = (manifest_lines(folder), archives(folder))
-    run = compactcli("prune", "--keep-last", 0, "--dry-run", "-v", folder)
+    run = compactcli("prune", "--prune-original", "--keep-last", 0, "--dry-run", "-v", folder)
     assert run.returncode == OK, run.stderr
     assert "4 archives would be dropped" in run.stderr
     assert f"would drop 3 archives of {folder / 'a.jsonl'} (0 kept)" in run.stderr
@@ -117,7 +119,7 @@ def test_dry_run_changes_nothing(folder: Path) -> None:
 
 def test_a_rule_is_required_and_ages_are_checked(folder: Path) -> None:
     assert compactcli("prune", folder).returncode == USAGE
-    bad = compactcli("prune", "--older-than", "soon", folder)
+    bad = compactcli("prune", "--prune-original", "--older-than", "soon", folder)
     assert bad.returncode == USAGE
     assert "'soon' is not an age" in bad.stderr
 
@@ -125,7 +127,7 @@ def test_a_rule_is_required_and_ages_are_checked(folder: Path) -> None:
 def test_a_folder_others_can_write_is_not_pruned(folder: Path) -> None:
     before = (manifest_lines(folder), archives(folder))
     os.chmod(folder / ".transcripts", 0o777)
-    run = compactcli("prune", "--keep-last", 0, folder)
+    run = compactcli("prune", "--prune-original", "--keep-last", 0, folder)
     assert run.returncode == IO_ERR
     assert "writable by group or others" in run.stderr
     assert (manifest_lines(folder), archives(folder)) == before
@@ -140,7 +142,7 @@ def test_an_archive_named_outside_the_folder_is_never_removed(folder: Path) -> N
     (folder / ".transcripts" / "manifest.jsonl").write_bytes(
         b"".join([(json.dumps(forged) + "\n").encode(), *lines[1:]])
     )
-    run = compactcli("prune", "--keep-last", 0, folder)
+    run = compactcli("prune", "--prune-original", "--keep-last", 0, folder)
     assert run.returncode == OK, run.stderr
     assert outside.read_text() == "{}\n"
 
@@ -235,7 +237,7 @@ def test_prune_leaves_the_archives_of_a_transcript_another_run_holds(folder: Pat
         )
         try:
             assert asked.wait(60), "summarize never asked the model"
-            pruned = compactcli("prune", "--keep-last", 0, "-v", folder)
+            pruned = compactcli("prune", "--prune-original", "--keep-last", 0, "-v", folder)
         finally:
             answer.set()
             done = summarize.wait(timeout=60)
@@ -247,7 +249,7 @@ def test_prune_leaves_the_archives_of_a_transcript_another_run_holds(folder: Pat
     assert done == OK, summarize.stderr.read()
     assert len(records(folder, "a.jsonl")) == 4
     # Once the run is over, its archives can go.
-    again = compactcli("prune", "--keep-last", 0, folder)
+    again = compactcli("prune", "--prune-original", "--keep-last", 0, folder)
     assert again.returncode == OK, again.stderr
     assert records(folder, "a.jsonl") == [] and archives(folder) == set()
 
@@ -256,7 +258,7 @@ def test_transcripts_that_are_gone_are_pruned_together(folder: Path) -> None:
     # Each locks the folder it was in (as a restore recreating it would): once for both.
     (folder / "a.jsonl").unlink()
     (folder / "b.jsonl").unlink()
-    run = compactcli("prune", "--keep-last", 0, folder)
+    run = compactcli("prune", "--prune-original", "--keep-last", 0, folder)
     assert run.returncode == OK, run.stderr
     assert manifest_lines(folder) == [] and archives(folder) == set()
 
@@ -270,7 +272,16 @@ def test_many_transcripts_are_pruned_within_a_low_limit_of_open_files(tmp_path: 
     assert len(archives(tmp_path)) == 120
     script = Path(sys.executable).with_name("compactcli")
     run = subprocess.run(
-        ["prlimit", "--nofile=64", str(script), "prune", "--keep-last", "0", str(tmp_path)],
+        [
+            "prlimit",
+            "--nofile=64",
+            str(script),
+            "prune",
+            "--prune-original",
+            "--keep-last",
+            "0",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -278,3 +289,22 @@ def test_many_transcripts_are_pruned_within_a_low_limit_of_open_files(tmp_path: 
     assert run.returncode == OK, run.stderr
     assert "120 archives dropped" in run.stderr
     assert archives(tmp_path) == set() and manifest_lines(tmp_path) == []
+
+
+def test_keep_last_keeps_the_pristine_original_unless_told(folder: Path) -> None:
+    a = records(folder, "a.jsonl")
+    pristine = Path(a[0]["archive"])
+    original = (SAMPLES / "openai" / "session.jsonl").read_bytes()
+    assert pristine.read_bytes() == original
+    run = compactcli("prune", "--keep-last", 1, folder)
+    assert run.returncode == OK, run.stderr
+    assert records(folder, "a.jsonl") == [a[0], a[-1]]  # the pristine original and the newest
+    assert "1 archive dropped" in run.stderr
+    assert pristine.read_bytes() == original
+    assert compactcli("restore", "--which", 0, folder / "a.jsonl").returncode == OK
+    assert (folder / "a.jsonl").read_bytes() == original
+    # --keep-last 0 keeps it too; --prune-original lets it go
+    assert compactcli("prune", "--keep-last", 0, folder / "b.jsonl").returncode == OK
+    assert len(records(folder, "b.jsonl")) == 1
+    assert compactcli("prune", "--prune-original", "--keep-last", 0, folder / "b.jsonl").returncode == OK
+    assert records(folder, "b.jsonl") == []

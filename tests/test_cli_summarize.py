@@ -92,6 +92,12 @@ def records_of(data: bytes, lenient: bool = False) -> list[dict]:
 def summary_of(record: dict) -> re.Match:
     if record.get("type") == "compacted":  # Codex: the summary is the compaction's message
         content = record["payload"]["message"]
+    elif "$set" in record:  # Gemini CLI: the first message of the checkpoint, a <state_snapshot>
+        content = record["$set"]["messages"][0]["content"][0]["text"]
+        assert content.startswith("<state_snapshot>\n") and content.endswith("\n</state_snapshot>")
+        content = content[len("<state_snapshot>\n") : -len("\n</state_snapshot>")]
+    elif record.get("type") == "session.compaction_complete":  # Copilot CLI: its summaryContent
+        content = record["data"]["summaryContent"]
     else:
         content = record["message"]["content"] if "message" in record else record["content"]
     match = PREFIX.match(content)
@@ -412,13 +418,26 @@ def test_corpus_files_summarize_to_valid_files(source: Path, tmp_path: Path) -> 
         assert path.read_bytes() == original and b"1 unchanged" in done.stderr
         return
     records = records_of(path.read_bytes(), lenient=True)
+    if dialects.get(dialect).appends_compactions:  # pi: one entry appended
+        data = path.read_bytes()
+        assert data.startswith(original) and data.count(b"\n") == original.count(b"\n") + 1
+        assert_archive_holds(PREFIX.match(records[-1]["summary"]), original)
+        return
     # The record that carries the summary: Claude Code's, a user message, or Codex's compacted record.
     carrier = next(
         r
         for r in records
-        if r.get("isCompactSummary") or r.get("role") == "user" or r.get("type") == "compacted"
+        if r.get("isCompactSummary")
+        or r.get("role") == "user"
+        or r.get("type") == "compacted"
+        or isinstance(r.get("$set", {}).get("messages"), list)
+        # Copilot CLI's: the compaction after the session.start that stays on top
+        or (r.get("type") == "session.compaction_complete" and r is records[2])
     )
     assert_archive_holds(summary_of(carrier), original)
+    if dialect == "copilot":  # the checkpoint the compaction names, beside the events
+        checkpoint = path.parent / carrier["data"]["checkpointPath"]
+        assert checkpoint.read_text() == carrier["data"]["summaryContent"] + "\n"
 
     # Torn lines may already break a pair in the original: no violation may be new.
     def found(data: bytes) -> set[tuple[str, str]]:

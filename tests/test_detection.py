@@ -20,16 +20,15 @@ FORMATS = Path(__file__).parent / "fixtures" / "formats"
 UNKNOWN = {
     "gemini-stream.jsonl": "Gemini CLI stream-json",
     "gemini-messages-only.jsonl": "Gemini CLI stream-json",
-    "pi-session.jsonl": "pi coding agent session",
     "managed-agents-events.jsonl": "Claude Managed Agents event log",
-    "gemini-session.jsonl": "a Gemini CLI session",
-    "copilot-events.jsonl": "a GitHub Copilot CLI session",
-    "qwen-session.jsonl": "a Qwen Code session",
+    "gemini-session-document.jsonl": "an older Gemini CLI session",
     "json-array.jsonl": "a JSON array, not JSONL",
     "pretty-array.jsonl": "a JSON array, not JSONL",
     "pretty-document.jsonl": "a pretty-printed JSON document",
     "unknown-records.jsonl": None,
 }
+if "copilot" not in dialects.NAMES:
+    UNKNOWN["copilot-events.jsonl"] = "a GitHub Copilot CLI session"
 if "codex" not in dialects.NAMES:
     UNKNOWN["codex-rollout.jsonl"] = "Codex CLI rollout"
 
@@ -63,8 +62,12 @@ def test_every_command_refuses_a_file_in_no_dialect(fixture, command, on_invalid
 
 
 def test_record_keys_and_type_are_named():
-    with pytest.raises(BadInput, match=r"keys \{type, version, id, timestamp, cwd\}, type 'session'"):
-        detect_dialect(open(FORMATS / "pi-session.jsonl", "rb"), "pi.jsonl")
+    with pytest.raises(BadInput, match=r"keys \{event, at\}"):
+        detect_dialect(open(FORMATS / "unknown-records.jsonl", "rb"), "x.jsonl")
+
+
+def test_a_pi_session_is_read_as_pi():
+    assert detect_dialect(open(FORMATS / "pi-session.jsonl", "rb"), "pi.jsonl") == "pi"
 
 
 @pytest.mark.parametrize(
@@ -87,6 +90,30 @@ def test_record_keys_and_type_are_named():
 )
 def test_detected_dialect(lines, expected):
     assert detect_dialect(io.BytesIO(b"".join(line + b"\n" for line in lines))) == expected
+
+
+# Fixtures of formats a dialect reads now: every command reads them in it.
+READ = {"qwen-session.jsonl": "qwen-code"}
+
+
+@pytest.mark.parametrize("fixture", READ)
+def test_a_fixture_of_a_read_format_is_read_in_its_dialect(fixture):
+    with open(FORMATS / fixture, "rb") as source:
+        assert detect_dialect(source, fixture) == READ[fixture]
+
+
+def test_a_copilot_cli_session_is_read_and_its_look_alikes_are_not(tmp_path):
+    """Copilot's events prove the dialect; Managed Agents events (no `data`, no `parentId`) stay refused."""
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(FORMATS / "copilot-events.jsonl", path)
+    result = CliRunner().invoke(cli, ["validate", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    assert '"dialect": "copilot"' in result.output
+    result = CliRunner().invoke(cli, ["validate", str(FORMATS / "managed-agents-events.jsonl")])
+    assert result.exit_code == 65 and "Claude Managed Agents event log" in result.stderr
+    event = b'{"type":"user.message","data":{"content":"hi"},"id":"e1","timestamp":"t"}'  # no parentId
+    with pytest.raises(BadInput, match="Claude Managed Agents"):
+        detect_dialect(io.BytesIO(event + b"\n"), "x.jsonl")
 
 
 def test_a_file_of_text_lines_is_refused():

@@ -1,9 +1,11 @@
-"""docs/design.md cannot drift from the code: every citation of it names a heading it has, and its Parts
-table names every folder and module of the package."""
+"""The docs cannot drift from the code: every citation of docs/design.md names a heading it has, its Parts
+table names every folder and module of the package, and docs/cli.md is generated from the --help pages."""
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,3 +64,13 @@ def test_the_parts_table_names_every_folder_and_module() -> None:
         if not named:
             missing.append(str(rel))
     assert missing == []
+
+
+def test_the_command_reference_is_generated_from_the_help() -> None:
+    """docs/cli.md is what scripts/cli_reference.py makes of the commands' --help today."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "cli_reference.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr

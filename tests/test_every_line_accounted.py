@@ -21,8 +21,10 @@ from helpers.strategies import conversations, jsonl_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compactcli.dialects import NAMES
+
 PROPERTY = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-DIALECTS = ("anthropic", "claude-code", "openai", "codex")
+DIALECTS = NAMES  # every registered dialect; one without a generator fails here
 JUNK = (b"not json at all\n", b'{"torn": "half a rec\n', b"[1, 2, 3]\n")
 
 

@@ -55,7 +55,19 @@ MAY_IMPORT: dict[str, set[str]] = {
     "report": {"core", "counting"},
     "pipelines": {"core", "dialects", "counting", "layers", "backends", "storage", "report"},
     "run": {"core", "dialects", "counting", "layers", "backends", "storage", "report", "pipelines"},
-    "cli": {"core", "dialects", "counting", "layers", "backends", "storage", "report", "pipelines", "run"},
+    "hooks": {"core", "dialects", "counting", "layers", "backends", "storage", "report", "pipelines", "run"},
+    "cli": {
+        "core",
+        "dialects",
+        "counting",
+        "layers",
+        "backends",
+        "storage",
+        "report",
+        "pipelines",
+        "run",
+        "hooks",
+    },
 }
 ROOT_MODULES = {"__init__.py", "__main__.py"}
 

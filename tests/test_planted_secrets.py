@@ -270,3 +270,94 @@ def test_keys_on_their_own_lines_of_a_tool_input_reach_neither_the_api_nor_the_s
     for key in keys:
         assert key not in sent
         assert key not in summary
+
+
+# -- token counting: count_tokens is a request to the model's endpoint like any other ---------------
+
+
+def counted(fake_api: FakeAnthropic) -> str:
+    calls = fake_api.calls("count_tokens")
+    assert calls, "no count_tokens request was made"
+    return json.dumps([call.body for call in calls])
+
+
+API_COUNTS = {
+    "estimate": ("estimate", "--method", "api"),
+    "summarize-digest": ("summarize", "--backend", "digest", "--method", "api", "--threshold", "1"),
+    "summarize-anthropic": ("summarize", "--backend", "anthropic", "--method", "api", "--threshold", "1"),
+    "replay": ("replay", "--backend", "digest", "--estimator", "api", "--threshold", "2000"),
+    "replay-compare": ("replay", "--compare", "--backend", "digest", "--estimator", "api"),
+}
+
+
+@pytest.mark.parametrize("command", API_COUNTS.values(), ids=API_COUNTS.keys())
+def test_no_planted_secret_reaches_count_tokens(
+    tmp_path: Path, fake_api: FakeAnthropic, command: tuple[str, ...]
+) -> None:
+    path = tmp_path / "deploy.jsonl"
+    transcript(path)
+
+    run = run_cli(*command, path, text=True, env=fake_api.env())
+
+    assert run.returncode in (0, 1), run.stderr  # 1: estimate's gate or nothing to do is not the point
+    assert "Traceback" not in run.stderr
+    sent = counted(fake_api)
+    assert leaked(sent) == []
+    assert "[REDACTED:" in sent
+    assert leaked(json.dumps([call.body for call in fake_api.calls("messages")])) == []
+
+
+@pytest.mark.parametrize("command", ["summarize-digest", "replay", "replay-compare"])
+def test_an_offline_backend_counting_by_the_api_says_the_api_is_called(
+    tmp_path: Path, fake_api: FakeAnthropic, command: str
+) -> None:
+    path = tmp_path / "deploy.jsonl"
+    transcript(path)
+
+    run = run_cli(*API_COUNTS[command], path, text=True, env=fake_api.env())
+
+    assert "backend is offline, but token counts by the api method call the Anthropic API" in run.stderr
+    assert "sent the transcript, redacted" in run.stderr
+    assert fake_api.calls("count_tokens")
+
+
+def test_an_offline_backend_counting_offline_says_nothing_of_the_api(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.jsonl"
+    transcript(path)
+    run = run_cli("summarize", "--backend", "digest", "--threshold", "1", path, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "Anthropic API" not in run.stderr
+
+
+def test_no_redact_covers_token_counting_too(tmp_path: Path, fake_api: FakeAnthropic) -> None:
+    path = tmp_path / "deploy.jsonl"
+    transcript(path)
+
+    run = run_cli(*API_COUNTS["summarize-digest"], "--no-redact", path, text=True, env=fake_api.env())
+
+    assert run.returncode == 0, run.stderr
+    assert "not redacted (--no-redact)" in run.stderr
+    sent = counted(fake_api)
+    # Every secret arrived as it is (in the JSON text, one with a line break is escaped).
+    assert len(leaked(sent)) == sum("\n" not in secret for _, _, secret in PLANTED)
+    assert "[REDACTED:" not in sent
+
+
+def test_every_request_builder_redacts_the_transcript_and_keeps_the_rest(fake_api: FakeAnthropic) -> None:
+    from compactcli.backends import anthropic as api
+
+    secret = PLANTED[0][2]
+    entry = api.batch_request("c1", model="m", system=f"key {secret}", user=f"use {secret}", max_tokens=77)
+    assert secret not in json.dumps(entry)
+    assert entry["custom_id"] == "c1"
+    assert entry["params"]["model"] == "m" and entry["params"]["max_tokens"] == 77
+
+    client = api.make_client()
+    api.complete(client, model="m", system="s", user=f"use {secret}", max_tokens=64)
+    api.count_tokens(
+        client, model="m", messages=[{"role": "user", "content": [{"type": "text", "text": secret}]}]
+    )
+    api.count_tokens(client, model="m", messages=[{"role": "user", "content": secret}], redact=False)
+    bodies = [call.body for call in fake_api.requests]
+    assert [secret in json.dumps(body) for body in bodies] == [False, False, True]
+    assert bodies[0]["max_tokens"] == 64 and bodies[0]["model"] == "m"

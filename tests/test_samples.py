@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 from helpers.cli import run_cli
-from helpers.strategies import DIALECTS, conversations, jsonl_bytes
+from helpers.strategies import GENERATORS, conversations, jsonl_bytes
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import find as hfind
+
+from compactcli import dialects
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -29,6 +31,10 @@ SAMPLE_FILES = {
     "openai/session.jsonl": "openai",
     "openai/flattened.jsonl": "openai",
     "codex/rollout.jsonl": "codex",
+    "pi/session.jsonl": "pi",
+    "gemini-cli/session.jsonl": "gemini-cli",
+    "qwen-code/session.jsonl": "qwen-code",
+    "copilot/events.jsonl": "copilot",
 }
 
 Message = tuple[str, list[str], list[str]]  # role, tool_use ids, tool_result ids
@@ -129,6 +135,109 @@ def codex_calls(records: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     return calls, problems + ([f"call ids used more than once: {dup}"] if dup else [])
 
 
+def pi_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
+    """A pi session's path from its last entry to the root, in two parts at its last compaction: what
+    the summary replaced, and the entries from the compaction's firstKeptEntryId on (what pi sends
+    after the summary)."""
+    by_id = {r["id"]: r for r in records[1:]}
+    path: list[dict[str, Any]] = []
+    entry: dict[str, Any] | None = records[-1]
+    while entry is not None:
+        path.insert(0, entry)
+        entry = by_id.get(entry["parentId"])
+    last = max((n for n, r in enumerate(path) if r["type"] == "compaction"), default=None)
+    parts = [path]
+    if last is not None:
+        first = next(n for n, r in enumerate(path) if r["id"] == path[last]["firstKeptEntryId"])
+        parts = [path[:first], path[first:last] + path[last + 1 :]]
+    return [_pi_part(part) for part in parts]
+
+
+def _pi_part(entries: list[dict[str, Any]]) -> list[Message]:
+    msgs: list[Message] = []
+    for r in entries:
+        m = r.get("message") or {}
+        if m.get("role") == "assistant":
+            msgs.append(("assistant", [b["id"] for b in m["content"] if b["type"] == "toolCall"], []))
+        elif m.get("role") == "toolResult":
+            msgs.append(("user", [], [m["toolCallId"]]))
+        elif m.get("role") in ("user", "bashExecution"):
+            msgs.append(("user", [], []))
+    return msgs
+
+
+def gemini_cli_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
+    """Gemini CLI: the last version of each message id, where the id first stood; a gemini record is the
+    model's turn (its calls) and then a user turn of the calls' results."""
+    latest: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if "$set" in r and isinstance(r["$set"].get("messages"), list):
+            latest = {m["id"]: m for m in r["$set"]["messages"]}
+        elif isinstance(r.get("id"), str) and r.get("type") in ("user", "gemini"):
+            latest[r["id"]] = r
+    msgs: list[Message] = []
+    for r in latest.values():
+        if r["type"] == "user":
+            msgs.append(("user", [], []))
+            continue
+        calls = r.get("toolCalls") or []
+        msgs.append(("assistant", [c["id"] for c in calls], []))
+        answered = [p["functionResponse"]["id"] for c in calls for p in c.get("result") or []]
+        if answered:
+            msgs.append(("user", [], answered))
+    return [msgs]
+
+
+def qwen_messages(records: list[dict[str, Any]]) -> list[list[Message]]:
+    """Gemini Contents (functionCall / functionResponse parts, paired by id); a chat_compression record
+    starts a segment with its compressedHistory. The sample is one chain, in file order."""
+
+    def message(content: dict[str, Any]) -> Message:
+        parts = content["parts"]
+        uses = [p["functionCall"]["id"] for p in parts if "functionCall" in p]
+        results = [p["functionResponse"]["id"] for p in parts if "functionResponse" in p]
+        return ("assistant" if content["role"] == "model" else "user", uses, results)
+
+    segments: list[list[Message]] = [[]]
+    for r in records:
+        if r["type"] == "system" and r.get("subtype") == "chat_compression":
+            segments.append([message(c) for c in r["systemPayload"]["compressedHistory"]])
+        elif r["type"] in ("user", "assistant", "tool_result"):
+            segments[-1].append(message(r["message"]))
+    return segments
+
+
+MESSAGES = {
+    "anthropic": anthropic_messages,
+    "claude-code": claude_code_messages,
+    "openai": openai_messages,
+    "pi": pi_messages,
+    "gemini-cli": gemini_cli_messages,
+    "qwen-code": qwen_messages,
+}
+
+
+def copilot_calls(records: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """A Copilot CLI session's tool call ids, and what is wrong with their results: each
+    tool.execution_complete answers a toolRequest made before it, once, and every request is answered."""
+    calls: list[str] = []
+    pending: set[str] = set()
+    problems: list[str] = []
+    for n, record in enumerate(records, 1):
+        if record["type"] == "assistant.message":
+            for request in record["data"].get("toolRequests") or []:
+                calls.append(request["toolCallId"])
+                pending.add(request["toolCallId"])
+        elif record["type"] == "tool.execution_complete":
+            call = record["data"]["toolCallId"]
+            if call not in pending:
+                problems.append(f"line {n}: result for {call}, which is not an open call")
+            pending.discard(call)
+    problems += [f"unanswered at the end: {call}" for call in sorted(pending)]
+    dup = [call for call, count in Counter(calls).items() if count > 1]
+    return calls, problems + ([f"call ids used more than once: {dup}"] if dup else [])
+
+
 MESSAGES = {"anthropic": anthropic_messages, "claude-code": claude_code_messages, "openai": openai_messages}
 
 
@@ -160,6 +269,8 @@ def pairing_problems(conversation: list[Message]) -> list[str]:
 def file_problems(records: list[dict[str, Any]], dialect: str) -> list[str]:
     if dialect == "codex":
         return codex_calls(records)[1]
+    if dialect == "copilot":
+        return copilot_calls(records)[1]
     problems = []
     all_uses: list[str] = []
     for conversation in MESSAGES[dialect](records):
@@ -274,6 +385,8 @@ def test_sample_tool_calls_are_paired(rel: str) -> None:
     dialect = SAMPLE_FILES[rel]
     if dialect == "codex":
         uses = codex_calls(records)[0]
+    elif dialect == "copilot":
+        uses = copilot_calls(records)[0]
     else:
         uses = [u for conv in MESSAGES[dialect](records) for _, us, _ in conv for u in us]
     assert len(uses) >= 5  # the check above had something to check
@@ -281,7 +394,8 @@ def test_sample_tool_calls_are_paired(rel: str) -> None:
 
 def test_samples_total_size() -> None:
     total = sum((SAMPLES / rel).stat().st_size for rel in SAMPLE_FILES)
-    assert 20_000 <= total <= 250_000, total
+    # A few sessions per dialect, small enough that the demo and these tests stay quick.
+    assert 20_000 <= total <= 50_000 * len(dialects.NAMES), total
 
 
 def test_anthropic_session_features() -> None:
@@ -411,6 +525,71 @@ def test_codex_sample_features() -> None:
     assert any(r["type"] == "turn_context" for r in records[compaction:])
 
 
+def test_pi_sample_features() -> None:
+    records = load("pi/session.jsonl")
+    assert records[0]["type"] == "session" and records[0]["version"] == 3
+    kinds = Counter(r["type"] for r in records)
+    assert kinds["compaction"] == 1 and kinds["model_change"] >= 2 and kinds["thinking_level_change"]
+    parents = Counter(r.get("parentId") for r in records[1:])
+    assert max(parents.values()) == 2  # one branch point: an abandoned branch
+    roles = Counter(r["message"]["role"] for r in records if r["type"] == "message")
+    assert roles["bashExecution"] and roles["toolResult"] >= 10
+    compaction = next(r for r in records if r["type"] == "compaction")
+    assert compaction["firstKeptEntryId"] in {r.get("id") for r in records}
+
+
+def test_qwen_sample_features() -> None:
+    records = load("qwen-code/session.jsonl")
+    kinds = Counter((r["type"], r.get("subtype")) for r in records)
+    assert kinds["tool_result", None] >= 4 and kinds["system", "ui_telemetry"] >= 4
+    assert kinds["system", "chat_compression"] == 1 and kinds["system", "custom_title"] == 1
+    parents = [r["parentUuid"] for r in records]
+    assert parents[0] is None and parents[1:] == [r["uuid"] for r in records[:-1]]  # one chain
+    parts = [p for r in records if "message" in r for p in r["message"]["parts"]]
+    assert any(p.get("thought") for p in parts)
+    assert all("usageMetadata" in r for r in records if r["type"] == "assistant")
+    # A later turn follows the compression.
+    compression = next(n for n, r in enumerate(records) if r.get("subtype") == "chat_compression")
+    assert any(r["type"] == "user" for r in records[compression:])
+
+
+def test_copilot_checker_catches_broken_calls() -> None:
+    def event(kind: str, **data: Any) -> dict[str, Any]:
+        return {"type": kind, "data": data, "id": kind, "parentId": None}
+
+    asked = event("assistant.message", toolRequests=[{"toolCallId": "a"}, {"toolCallId": "b"}])
+    done = [event("tool.execution_complete", toolCallId=call) for call in ("a", "b")]
+    assert copilot_calls([asked, *done]) == (["a", "b"], [])
+    assert copilot_calls([asked, done[0]])[1] == ["unanswered at the end: b"]
+    assert copilot_calls([done[0], asked, done[1]])[1]  # a result before its call
+    assert copilot_calls([asked, *done, done[1]])[1]  # answered twice
+
+
+def test_copilot_sample_features() -> None:
+    records = load("copilot/events.jsonl")
+    kinds = Counter(r["type"] for r in records)
+    assert records[0]["type"] == "session.start" and records[0]["data"]["copilotVersion"]
+    assert all(set(r) == {"type", "data", "id", "timestamp", "parentId"} for r in records)
+    assert [r["parentId"] for r in records[1:]] == [r["id"] for r in records[:-1]]  # one chain
+    assert (
+        kinds["system.message"] == 2 and kinds["session.resume"] == 1 and kinds["session.usage_record"] >= 5
+    )
+    users = [r["data"] for r in records if r["type"] == "user.message"]
+    assert all(u["transformedContent"].endswith(u["content"]) for u in users)
+    results = [r["data"] for r in records if r["type"] == "tool.execution_complete"]
+    assert any("detailedContent" in r["result"] for r in results if "result" in r)  # the UI's copies
+    assert any(r["success"] is False for r in results)
+    names = [
+        q["name"] for r in records if r["type"] == "assistant.message" for q in r["data"]["toolRequests"]
+    ]
+    assert {"view", "bash", "edit", "grep"} <= set(names)
+    # Copilot's own compaction, with a later turn after it.
+    (done,) = [n for n, r in enumerate(records) if r["type"] == "session.compaction_complete"]
+    assert records[done - 1]["type"] == "session.compaction_start"
+    assert records[done]["data"]["summaryContent"] and records[done]["data"]["checkpointNumber"] == 1
+    assert any(r["type"] == "assistant.message" for r in records[done:])
+
+
 def test_openai_standard_sample_shape() -> None:
     records = load("openai/session.jsonl")
     assert records[0]["role"] == "system" and records[-1]["role"] == "assistant"
@@ -445,7 +624,7 @@ FIRST = settings(max_examples=500, database=None, phases=[Phase.generate])
 QUIET_REPR = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dialect", GENERATORS)
 def test_strategies_produce_paired_conversations(dialect: str) -> None:
     @FAST
     @given(conversations(dialect))

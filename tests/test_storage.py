@@ -461,17 +461,20 @@ def test_restore_round_trip_and_undo(tmp_path: Path) -> None:
     src = make(tmp_path / "t.jsonl", perm=0o640)
     compact(src)
 
-    first = restore(src, None)
+    first = restore(src, None).record
     assert src.read_bytes() == ORIGINAL
     assert mode(src) == 0o640
     assert first.command == "restore"
     assert Path(first.archive).read_bytes() == COMPACTED  # the compacted state was kept
     assert (first.sha256_before, first.sha256_after) == (sha(COMPACTED), sha(ORIGINAL))
 
-    restore(src, None)  # restoring the restore undoes it
+    again = restore(src, None)  # restoring twice is restoring once: nothing written
+    assert again.record is None and src.read_bytes() == ORIGINAL
+
+    restore(src, None, which=1)  # the restore's own entry undoes it
     assert src.read_bytes() == COMPACTED
 
-    restore(src, None, which=0)  # the archive of the first entry is the original
+    restore(src, None)  # the latest original, not the undo's archive
     assert src.read_bytes() == ORIGINAL
     assert [r.command for r in history(src, None)] == ["micro", "restore", "restore", "restore"]
     assert sorted(os.listdir(tmp_path)) == [".transcripts", "t.jsonl"]
@@ -523,11 +526,11 @@ def test_restore_recreates_a_deleted_transcript(tmp_path: Path) -> None:
     src = make(tmp_path / "t.jsonl")
     compact(src)
     src.unlink()
-    record = restore(src, None)
+    record = restore(src, None).record
     assert src.read_bytes() == ORIGINAL
     assert (record.archive, record.size_before, record.sha256_after) == ("", 0, sha(ORIGINAL))
     with pytest.raises(CompactError):  # that entry has nothing to go back to
-        restore(src, None)
+        restore(src, None, which=-1)
     assert src.read_bytes() == ORIGINAL
 
 

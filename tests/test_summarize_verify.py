@@ -31,14 +31,36 @@ def test_retention_of_the_summary_is_reported_and_gated(fake_api, tmp_path: Path
     gate = ["--min-retention", minimum] if minimum else ["--verify"]
     returncode, report, stderr = summarize(fake_api, tmp_path, "--keep-user-messages", "0", *gate)
     assert (returncode, report["exit_code"]) == (code, code), stderr
-    assert report["status"] == "changed"
+    assert report["status"] == ("unchanged" if code else "changed")
     assert report["stats"]["retention"] == 0.5
     assert report["stats"]["retention_by_category"]["paths"] == 1.0
     assert report["stats"]["retention_by_category"]["instructions"] == 0.0
     assert "lowest retention 0.50" in stderr
     if code:
-        assert report["message"] == f"retention 0.50 is below --min-retention {minimum}"
+        why = f"t.jsonl: retention 0.50 is below --min-retention {minimum}: the original is kept, "
+        why += "nothing archived"
+        assert report["message"] == why
+        assert why in stderr.splitlines()
         assert "(1 below --min-retention)" in stderr
+
+
+def test_below_min_retention_the_original_stays_and_nothing_is_archived(fake_api, tmp_path: Path) -> None:
+    returncode, report, stderr = summarize(
+        fake_api, tmp_path, "--keep-user-messages", "0", "--min-retention", "0.9"
+    )
+    assert returncode == 1, stderr
+    assert (report["status"], report["stats"]["reason"]) == ("unchanged", "below --min-retention")
+    assert (tmp_path / "t.jsonl").read_text().splitlines()[1] == json.dumps(
+        {"role": "assistant", "content": "On it."}
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]  # no archive, no archive folder, no temp
+    assert "archive" not in report["stats"]
+    # at or above R the file is replaced and archived as usual
+    returncode, report, stderr = summarize(
+        fake_api, tmp_path, "--keep-user-messages", "0", "--min-retention", "0.5"
+    )
+    assert (returncode, report["status"]) == (0, "changed"), stderr
+    assert Path(report["stats"]["archive"]).is_file()
 
 
 def test_the_users_messages_kept_verbatim_carry_the_instruction(fake_api, tmp_path: Path) -> None:

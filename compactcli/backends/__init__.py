@@ -227,7 +227,13 @@ class ModelSummarizer:
                 return summaries[0]
 
     def _call(self, user: str) -> str:
-        reply = self.backend.complete(SYSTEM_PROMPT, user, self.summary_tokens)
+        # The one place every backend's request passes: what is sent is redacted (docs/design.md,
+        # "Secrets"); the rendered transcript was redacted before, so this pass finds only the prompt's.
+        request, _ = redaction.redact_request(
+            {"system": SYSTEM_PROMPT, "messages": [{"role": "user", "content": user}]}, enabled=self.redact
+        )
+        user = request["messages"][0]["content"]
+        reply = self.backend.complete(request["system"], user, self.summary_tokens)
         self.usage.add(SYSTEM_PROMPT, user, reply)
         if not self.redact:
             return reply.text

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from compactcli.backends.base import Reply
 from compactcli.core.constants import DEFAULT_MODEL
 from compactcli.core.errors import Unavailable
+from compactcli.core.redact import redact_request
 
 if TYPE_CHECKING:
     import anthropic
@@ -98,13 +99,18 @@ def make_backend(
     return AnthropicBackend(model=resolve_model(model), timeout=timeout, max_retries=max_retries)
 
 
-def complete(client: anthropic.Anthropic, *, model: str, system: str, user: str, max_tokens: int) -> str:
+def complete(
+    client: anthropic.Anthropic, *, model: str, system: str, user: str, max_tokens: int, redact: bool = True
+) -> str:
     """One Messages call with a single user turn; returns the text of the reply."""
-    return reply(client, model=model, system=system, user=user, max_tokens=max_tokens).text
+    return reply(client, model=model, system=system, user=user, max_tokens=max_tokens, redact=redact).text
 
 
-def reply(client: anthropic.Anthropic, *, model: str, system: str, user: str, max_tokens: int) -> Reply:
-    """One Messages call with a single user turn: the reply's text, its usage and request id."""
+def reply(
+    client: anthropic.Anthropic, *, model: str, system: str, user: str, max_tokens: int, redact: bool = True
+) -> Reply:
+    """One Messages call with a single user turn: the reply's text, its usage and request id. What is
+    sent is redacted unless `redact` is False (--no-redact)."""
     import anthropic
 
     params: dict[str, Any] = {
@@ -114,6 +120,7 @@ def reply(client: anthropic.Anthropic, *, model: str, system: str, user: str, ma
     }
     if system:
         params["system"] = system
+    params, _ = redact_request(params, enabled=redact)
     try:
         message = client.messages.create(**params)
     except (anthropic.AnthropicError, TypeError) as err:
@@ -176,11 +183,13 @@ def count_tokens(
     model: str,
     messages: list[dict[str, Any]],
     system: str | None = None,
+    redact: bool = True,
 ) -> int:
     """Exact input tokens of `messages` (`messages.count_tokens`).
 
     Messages with role "system" (normalized OpenAI transcripts) go into `system`, since the API
-    only takes user and assistant turns.
+    only takes user and assistant turns. A count is a request to the model's endpoint like any
+    other: what is sent is redacted unless `redact` is False (--no-redact).
     """
     import anthropic
 
@@ -188,6 +197,7 @@ def count_tokens(
     params: dict[str, Any] = {"model": model, "messages": turns}
     if system_text:
         params["system"] = system_text
+    params, _ = redact_request(params, enabled=redact)
     try:
         counted = client.messages.count_tokens(**params)
     except (anthropic.AnthropicError, TypeError) as err:
@@ -203,9 +213,11 @@ def count_tokens(
 # -- Message Batches ---------------------------------------------------------------------------
 
 
-def batch_request(custom_id: str, *, model: str, system: str, user: str, max_tokens: int) -> dict:
-    """One entry for `create_batch`: the same call as `complete`, tagged with `custom_id`
-    (1 to 64 characters of letters, digits, `_` and `-`)."""
+def batch_request(
+    custom_id: str, *, model: str, system: str, user: str, max_tokens: int, redact: bool = True
+) -> dict:
+    """One entry for `create_batch`: the same call as `complete` (redacted alike), tagged with
+    `custom_id` (1 to 64 characters of letters, digits, `_` and `-`)."""
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
@@ -213,6 +225,7 @@ def batch_request(custom_id: str, *, model: str, system: str, user: str, max_tok
     }
     if system:
         params["system"] = system
+    params, _ = redact_request(params, enabled=redact)
     return {"custom_id": custom_id, "params": params}
 
 

@@ -11,7 +11,7 @@ import sys
 import click
 
 from compactcli import __version__
-from compactcli.core.errors import EXIT_CODES_HELP
+from compactcli.core.errors import EXIT_CODES_HELP, CompactError
 
 # name -> module in compactcli.cli.commands defining a click command of that name
 COMMANDS = {
@@ -24,6 +24,8 @@ COMMANDS = {
     "probe": "probe",
     "prune": "prune",
     "config": "config",
+    "hook": "hook",
+    "hooks": "hook",
 }
 
 # The first paragraph of each command's help, so that the group's --help lists the commands without
@@ -43,6 +45,8 @@ SHORT_HELP = {
     "prune": "Drop old archived originals of each PATH (a transcript, or a folder of them).",
     "config": "Show the settings in force for each COMMAND (default: all) and their sources.",
     "probe": "Check how much of what a summary replaced survives in it.",
+    "hook": "Compact the one session an agent's hook names (its JSON on stdin or as the last argument).",
+    "hooks": "Install, remove or show compactcli's hook in the agents' settings.",
 }
 
 
@@ -69,11 +73,17 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):
+        """The one end of a run: a command returns its exit code through SystemExit, or raises; a raised
+        CompactError is printed here, in one style, and its code is the exit code (docs/design.md,
+        "Exit codes"). Usage errors stay click's."""
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
             # The reader went away (`| head`): it has what it wanted; end quietly, exit 0.
             closed_pipe()
+        except CompactError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
         try:
@@ -126,12 +136,36 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
         ctx.exit(0)
     from compactcli.cli import config
 
-    settings = config.load(config_path)
-    ctx.obj = settings
     name = ctx.invoked_subcommand
+    try:
+        settings = _settings(ctx, config_path, name)
+    except config.ConfigError as exc:
+        if name != "hook":
+            raise
+        # An agent's hook never fails the agent (docs/design.md, "Hooks"): with no usable settings file
+        # where it runs, the hook says so and runs with the defaults.
+        click.echo(f"compactcli hook: {exc.format_message()}", err=True)
+        settings = config.Config()
+    ctx.obj = settings
     command = ctx.command.get_command(ctx, name)
     ctx.default_map = {name: config.defaults_for(settings, name, command)}
     _start_up_done()
+
+
+def _settings(ctx: click.Context, config_path: str | None, name: str):
+    """The settings file in force, refused (ConfigError) when it names a key no command takes."""
+    from compactcli.cli import config
+
+    settings = config.load(config_path)
+    if settings.path is not None:
+        # Only runs with a settings file pay for importing every command (their options are the keys).
+        group = ctx.command
+        others = [other for other in group.list_commands(ctx) if other != "config"]  # type: ignore[attr-defined]
+        config.refuse_unknown(settings, {other: group.get_command(ctx, other) for other in others})  # type: ignore[attr-defined]
+        # Found by search, the file in force is named (`config` names it on stdout itself).
+        if not (config_path or os.environ.get(config.CONFIG_ENV)) and name != "config":
+            click.echo(f"compactcli: settings from {settings.path}", err=True)
+    return settings
 
 
 # main() pauses the cycle collector while the command's modules are imported: imports make tens of

@@ -66,13 +66,44 @@ def find(start: Path) -> Path | None:
     return None
 
 
+def check_trusted(path: Path) -> None:
+    """A settings file found by search is obeyed only when the user wrote it, as git's safe.directory
+    asks of a repository: owned by the user or root (the file, and a symlink naming it), in a folder
+    others cannot write, or can only with the sticky bit (/tmp). A stranger's file could turn off
+    redaction, choose where output goes and point --scheduler at their server (docs/design.md, "Trust").
+    A file given with --config or $COMPACTCLI_CONFIG was chosen by the user and is not checked."""
+    import stat
+
+    trusted = {os.geteuid(), 0}
+    try:
+        infos = [os.lstat(path), os.stat(path)]
+        folders = {os.path.dirname(os.path.abspath(path)), os.path.dirname(os.path.realpath(path))}
+        infos_of_folders = [(folder, os.stat(folder)) for folder in sorted(folders)]
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    hint = f"; pass --config {path} to use it anyway, or remove it"
+    for info in infos:
+        if info.st_uid not in trusted:
+            raise ConfigError(
+                f"{path}: settings file owned by uid {info.st_uid}, not by you or root: refused{hint}"
+            )
+    for folder, info in infos_of_folders:
+        if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
+            raise ConfigError(
+                f"{path}: settings file in {folder}, which anyone may write (no sticky bit): refused{hint}"
+            )
+
+
 def load(path: str | Path | None = None, *, start: Path | None = None) -> Config:
     """The configuration in force: `path` when given (`--config`), else `$COMPACTCLI_CONFIG`, else the
-    nearest file from `start` (the current folder); an empty Config when there is none."""
+    nearest file from `start` (the current folder), if it is trusted (`check_trusted`); an empty
+    Config when there is none."""
     given = path or os.environ.get(CONFIG_ENV) or None
     found = Path(given) if given else find(start or Path.cwd())
     if found is None:
         return Config()
+    if not given:
+        check_trusted(found)
     data = _read(found)
     if "compactcli" in data.get("tool", {}):
         settings, table = data["tool"]["compactcli"], "[tool.compactcli]"
@@ -155,19 +186,41 @@ def _options_by_key(command: click.Command) -> dict[str, click.Parameter]:
 
 
 def unknown_keys(config: Config, commands: dict[str, click.Command]) -> list[str]:
-    """Keys no command takes (shared ones) or the named command does not take; tables of no command."""
+    """Keys no command takes (shared ones) or the named command does not take; tables of no command.
+    Each names the nearest valid name when there is one close enough, as ruff does."""
     problems = []
     known = {key for command in commands.values() for key in _options_by_key(command)}
-    problems += [f"{config.where()}: unknown option '{key}'" for key in config.shared if key not in known]
+    problems += [
+        f"{config.where()}: unknown option '{key}'{_nearest(key, known)}"
+        for key in config.shared
+        if key not in known
+    ]
     for name, table in config.commands.items():
         if name not in commands:
-            problems.append(f"{config.where(name)}: no command '{name}'")
+            problems.append(f"{config.where(name)}: no command '{name}'{_nearest(name, commands)}")
             continue
         options = _options_by_key(commands[name])
         problems += [
-            f"{config.where(name)}: '{name}' has no option '{key}'" for key in table if key not in options
+            f"{config.where(name)}: '{name}' has no option '{key}'{_nearest(key, options)}"
+            for key in table
+            if key not in options
         ]
     return problems
+
+
+def _nearest(name: str, valid: object) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(valid), n=1)  # type: ignore[call-overload]
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def refuse_unknown(config: Config, commands: dict[str, click.Command]) -> None:
+    """Every command refuses a settings file with a key or table no command takes (exit 2): a typo
+    would otherwise be a setting silently not in force."""
+    problems = unknown_keys(config, commands)
+    if problems:
+        raise ConfigError("\n".join(problems))
 
 
 def defaults_for(config: Config, name: str, command: click.Command) -> dict:

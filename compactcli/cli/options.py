@@ -102,7 +102,8 @@ class OutputFormat(click.Choice):
         return super().convert(value, param, ctx)
 
 
-def _format_option_list(formats: tuple[str, ...]) -> list:
+def _format_option_list(formats: tuple[str, ...], dialect: bool = True) -> list:
+    """--format and --json; `dialect`: the command has --dialect too, which the help points to."""
     return [
         click.option(
             "--format",
@@ -110,7 +111,7 @@ def _format_option_list(formats: tuple[str, ...]) -> list:
             type=OutputFormat(formats),
             default=formats[0],
             show_default=True,
-            help="Output format (stdout); --dialect names the input's.",
+            help="Output format (stdout)" + ("; --dialect names the input's." if dialect else "."),
         ),
         click.option(
             "--json", "as_json", is_flag=True, help="--format json: one JSON object per file (stdout)."
@@ -135,10 +136,10 @@ def _with_output_format(func: Callable) -> Callable:
     return wrapper
 
 
-def format_options(formats: tuple[str, ...] = ("text", "json")) -> Callable:
+def format_options(formats: tuple[str, ...], *, dialect: bool = True) -> Callable:
     """--format (the first of `formats` is the default) and --json (= --format json), passed on as one
-    `output_format` value."""
-    return lambda func: _decorated(_with_output_format(func), _format_option_list(formats))
+    `output_format` value; `dialect=False` for a command without --dialect."""
+    return lambda func: _decorated(_with_output_format(func), _format_option_list(formats, dialect))
 
 
 def dialect_option(help: str = "Transcript dialect (default: detected per file).") -> Callable:
@@ -153,13 +154,38 @@ def on_invalid_option(
     )
 
 
-def input_options(*, formats: tuple[str, ...] = ("text", "json")) -> Callable:
+def _agents_folders(func: Callable) -> Callable:
+    """No PATHS: the session folders of the agents found on this machine, named on stderr."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if not kwargs["paths"]:
+            from compactcli.core.places import agent_session_folders
+
+            places = agent_session_folders()
+            found = [(agent, folder) for agent, folder in places if folder.is_dir()]
+            if not found:
+                looked = ", ".join(str(folder) for _, folder in places)
+                raise click.UsageError(f"no PATHS given, and no agent's session folder found ({looked})")
+            said = ", ".join(f"{agent} in {folder}" for agent, folder in found)
+            click.echo(f"reading the sessions of {said}", err=True)
+            kwargs["paths"] = tuple(str(folder) for _, folder in found)
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def input_options(*, formats: tuple[str, ...], agents_folders: bool = False) -> Callable:
     """Paths, discovery, dialect, bad-input handling and how to report (`--format`: `formats`, the
-    first one the default)."""
+    first one the default). With `agents_folders` (commands that only read), no PATHS means the agents'
+    session folders found on the machine."""
     options = [
         # readable=False: an unreadable file is that file's I/O error (exit 74), named or found in a folder.
         click.argument(
-            "paths", nargs=-1, required=True, type=InputPath(allow_dash=True, exists=True, readable=False)
+            "paths",
+            nargs=-1,
+            required=not agents_folders,
+            type=InputPath(allow_dash=True, exists=True, readable=False),
         ),
         click.option(
             "--glob", "glob", default="*.jsonl", show_default=True, help="Files to pick in folders."
@@ -187,6 +213,10 @@ def input_options(*, formats: tuple[str, ...] = ("text", "json")) -> Callable:
         click.option("-q", "--quiet", is_flag=True, help="No summary line."),
         *_format_option_list(formats),
     ]
+    if agents_folders:
+        return lambda func: _decorated(
+            _agents_folders(_with_output_format(_gathered(func, "inputs", Inputs))), options
+        )
     return lambda func: _decorated(_with_output_format(_gathered(func, "inputs", Inputs)), options)
 
 
@@ -265,7 +295,7 @@ def micro_options(
             "--preserve",
             multiple=True,
             metavar="TOOL",
-            help="Tool whose results are kept (repeatable; replaces the default read_file, Read).",
+            help="Tool whose results are kept (repeatable; replaces the default read_file, Read, read).",
         ),
         click.option("--no-preserve", is_flag=True, help="Preserve no tool."),
         click.option(
@@ -346,30 +376,18 @@ class HeadTail(click.ParamType):
 
 
 def micro_settings(given: dict) -> MicroOptions:
-    """MicroOptions from the values of `micro_options` (by option name)."""
+    """MicroOptions from the values of `micro_options`: each option sets the field of its name."""
+    from dataclasses import fields
+
     from compactcli.core.constants import DEFAULT_PRESERVE
     from compactcli.layers.micro import MicroOptions
 
+    values = {f.name: given[f.name] for f in fields(MicroOptions) if f.name in given}
     if given["no_preserve"]:
-        preserve: frozenset[str] = frozenset()
-    elif given["preserve"]:
-        preserve = frozenset(given["preserve"])
+        values["preserve"] = frozenset()
     else:
-        preserve = DEFAULT_PRESERVE
-    return MicroOptions(
-        keep=given["keep"],
-        min_chars=given["min_chars"],
-        preserve=preserve,
-        placeholder=given["placeholder"],
-        clear_multimodal=given["clear_multimodal"],
-        trigger_tokens=given["trigger_tokens"],
-        dedupe_reads=given.get("dedupe_reads", False),
-        keep_images=given.get("keep_images"),
-        truncate=given.get("truncate"),
-        drop_progress=given.get("drop_progress", False),
-        drop_sidechains=given.get("drop_sidechains", False),
-        drop_thinking=given.get("drop_thinking", False),
-    )
+        values["preserve"] = frozenset(given["preserve"]) or DEFAULT_PRESERVE
+    return MicroOptions(**values)
 
 
 @dataclass(frozen=True)
@@ -403,6 +421,19 @@ class SummarizerSettings:
             )
         except ValueError as err:
             raise click.UsageError(str(err)) from None
+
+
+def say_api_counting(command: str, summarizer: Summarizer, method: str, redact: bool, quiet: bool) -> None:
+    """An offline summarizer whose token counts come from the API: stderr says the API is called, so that
+    "--backend digest" is not taken for "nothing leaves the machine" (docs/design.md, "Secrets")."""
+    if method != "api" or summarizer.name == "anthropic" or quiet:
+        return
+    what = "redacted" if redact else "not redacted (--no-redact)"
+    click.echo(
+        f"{command}: the {summarizer.name} backend is offline, but token counts by the api method call the "
+        f"Anthropic API (count_tokens), which is sent the transcript, {what}",
+        err=True,
+    )
 
 
 def keep_user_messages_option() -> Callable:

@@ -13,7 +13,9 @@ ON_INVALID = ("error", "keep")
 
 # micro (layers/micro.py)
 DEFAULT_PLACEHOLDER = "[Previous: used {tool_name}]"
-DEFAULT_PRESERVE = frozenset({"read_file", "Read"})
+# Each agent's own file-read tool: Codex's, Gemini CLI's and Qwen Code's read_file, Claude Code's Read,
+# pi's read, Copilot CLI's view.
+DEFAULT_PRESERVE = frozenset({"read_file", "Read", "read", "view"})
 
 # token counting (context.py)
 METHODS = ("auto", "seed", "heuristic", "api", "usage")
@@ -28,8 +30,7 @@ DEFAULT_MODEL = "claude-sonnet-5-5"  # the anthropic backend's
 # The user's own messages kept verbatim after a summary, newest first (what Codex keeps).
 USER_MESSAGES_TOKENS = 20_000
 
-# estimate (estimate_file.py): its output formats, and how a file ends besides failing
-ESTIMATE_FORMATS = ("table", "json", "csv", "github")
+# estimate (pipelines/estimate_file.py): how a file ends besides failing
 UNDER, OVER, NO_USAGE = "ok", "over", "no-usage"
 NO_USAGE_TEXT = "no usage recorded"
 

@@ -678,3 +678,24 @@ def redact_obj(obj: Any) -> tuple[Any, Counter[str]]:
         return value
 
     return walk(obj), counts
+
+
+# The fields of a Messages API request that carry the transcript; model and limits are the tool's own.
+_REQUEST_TEXT_FIELDS = ("system", "messages")
+
+
+def redact_request(params: dict[str, Any], *, enabled: bool = True) -> tuple[dict[str, Any], Counter[str]]:
+    """A Messages API request (`messages.create`, `count_tokens`, a batch entry's `params`) with every
+    string of its `system` and `messages` redacted: the one place every request to a model's endpoint
+    passes before it is sent (docs/design.md, "Secrets"). `enabled=False` (--no-redact) returns it as
+    it is. Text redacted before (a rendered transcript) is unchanged, so callers may redact earlier too.
+    """
+    if not enabled:
+        return params, Counter()
+    counts: Counter[str] = Counter()
+    out = dict(params)
+    for name in _REQUEST_TEXT_FIELDS:
+        if name in out:
+            out[name], found = redact_obj(out[name])
+            counts.update(found)
+    return out, counts

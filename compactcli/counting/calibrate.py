@@ -172,12 +172,13 @@ def walk(
             continue
         if compaction == SUMMARY:
             restart()
-        if starts_turn(message):
+        seen = view.normalize(record) if view is not None else None  # roles as the API names them
+        if starts_turn(seen or message):
             # A model that drops the thinking of earlier turns drops it now: unknown if a line
             # of the turn was unreadable.
             torn = torn or (torn_turn and not keep_thinking)
             torn_turn = False
-        if message.get("role") == "assistant":
+        if (seen or message).get("role") == "assistant":
             if dialect.is_synthetic(record):
                 continue
             keep_thinking = thinking_persists(message.get("model"))
@@ -186,7 +187,7 @@ def walk(
             if context and dialect.call_id(record) != call_id:
                 call(line, context)
                 call_id = dialect.call_id(record)
-        add(message, view.normalize(record) if view is not None else None)
+        add(message, seen)
     return intervals
 
 

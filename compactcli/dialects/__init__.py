@@ -23,6 +23,10 @@ MODULES: dict[str, tuple[str, str]] = {
     "claude-code": ("claude_code", "CLAUDE_CODE"),
     "openai": ("openai", "OPENAI"),
     "codex": ("codex", "CODEX"),
+    "pi": ("pi", "PI"),
+    "gemini-cli": ("gemini_cli", "GEMINI_CLI"),
+    "qwen-code": ("qwen_code", "QWEN_CODE"),
+    "copilot": ("copilot", "COPILOT"),
 }
 NAMES = tuple(MODULES)
 DEFAULT_NAME = "anthropic"  # an empty file: nothing in it to misread
@@ -79,6 +83,7 @@ __all__ = [
     "BOUNDARY",
     "CLAUDE_CODE",
     "CODEX",
+    "COPILOT",
     "DEFAULT",
     "DEFAULT_NAME",
     "DIALECTS",
@@ -86,6 +91,7 @@ __all__ = [
     "MODULES",
     "NAMES",
     "OPENAI",
+    "PI",
     "SUMMARY",
     "ConversationTracker",
     "Dialect",

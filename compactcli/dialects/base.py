@@ -97,11 +97,17 @@ class Dialect:
     default_overhead: int = 0
     # summarize and replay can write a compaction the dialect's agent resumes from (summary_records).
     writes_compactions: bool = True
+    # summarize appends the compaction to the file, as the agent does (pi), instead of rewriting it:
+    # summary_records then gets the first kept record and the file's last, and `kept_index`.
+    appends_compactions: bool = False
     # summary_records keeps the user's recent messages itself (Codex): summarize adds no section of them.
     keeps_user_messages: bool = False
     # One response's records may have tool results written between them (Claude Code); otherwise a
     # record the model did not write ends the response being recorded (Dialect.call_id).
     results_inside_responses: bool = False
+    # A tool's result is written again in later versions of its record (Gemini CLI upserts records by
+    # id): micro's --keep counts calls, and every version of a cleared result is cleared.
+    results_repeat: bool = False
 
     def fit(self, record: dict) -> int:
         """PROVES: only this dialect writes such a record; FITS: it could be one of ours; NO: it is not."""
@@ -296,6 +302,11 @@ class Dialect:
         and the last few records suffice); `now` and `new_uuid` make the result reproducible.
         """
         raise NotImplementedError
+
+    def side_files(self, records: list[dict]) -> dict[str, str]:
+        """Files the agent writes beside the transcript with a compaction (summary_records' records):
+        path relative to the transcript's folder -> text. Copilot CLI keeps a checkpoint per compaction."""
+        return {}
 
 
 BYTES_PER_TOKEN = 4

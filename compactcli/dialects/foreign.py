@@ -11,29 +11,19 @@ import re
 _GEMINI_TYPES = {"init", "message", "tool_use", "tool_result", "error", "result"}
 # Claude Managed Agents name persisted events `{domain}.{action}`: user.message, agent.tool_use, ...
 _MANAGED_AGENTS_TYPE = re.compile(r"^(user|agent|session|span)\.[a-z_]+$")
-# Copilot CLI's events.jsonl: {"type": "session.start" | "user.message" | ..., "data", "id", "timestamp",
-# "parentId"}; Managed Agents events carry no `data` object.
-_COPILOT_TYPE = re.compile(r"^[a-z_]+\.[a-z_]+$")
-_PI_TYPES = {"session", "message", "model_change", "thinking_level_change", "compaction", "branch_summary"}
 
 
 def record_format(record: dict) -> str | None:
     """The name of the foreign format one record belongs to, or None when it is not recognised."""
-    if {"sessionId", "projectHash", "startTime"} <= record.keys() or "$set" in record:
-        return "a Gemini CLI session"
+    if {"sessionId", "projectHash"} <= record.keys() and isinstance(record.get("messages"), list):
+        return "an older Gemini CLI session (one session-*.json document; Gemini CLI rewrites it on resume)"
     kind = record.get("type")
     if not isinstance(kind, str):
         return None
     if "uuid" in record and "sessionId" in record and is_qwen_record(record):
         return "a Qwen Code session"
-    if _COPILOT_TYPE.match(kind) and isinstance(record.get("data"), dict) and "parentId" in record:
-        return "a GitHub Copilot CLI session"
     if _MANAGED_AGENTS_TYPE.match(kind):
         return "a Claude Managed Agents event log"
-    if kind == "session" and "cwd" in record and "id" in record:
-        return "a pi coding agent session"
-    if kind in _PI_TYPES and "parentId" in record and "id" in record:
-        return "a pi coding agent session"
     if kind in _GEMINI_TYPES and _is_gemini_event(kind, record):
         return "a Gemini CLI stream-json log"
     return None

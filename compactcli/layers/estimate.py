@@ -177,9 +177,12 @@ def count_request(messages: list[dict]) -> tuple[list[dict], str | None]:
     return turns, ("\n\n".join(system) or None)
 
 
-def request_key(model: str, turns: list[dict], system: str | None) -> str:
-    """A content hash of a count_tokens request, for the cache."""
+def request_key(model: str, turns: list[dict], system: str | None, redacted: bool = True) -> str:
+    """A content hash of a count_tokens request, for the cache; a count of the text as it is
+    (--no-redact) is another request than the redacted one."""
     body = {"v": 1, "model": model, "system": system, "messages": turns}
+    if not redacted:
+        body["raw"] = True
     try:
         data = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
     except (TypeError, orjson.JSONEncodeError):

@@ -86,6 +86,21 @@ class MicroOptions:
         ]
         return [name for name in named if name]
 
+    def manifest_record(self) -> dict:
+        """The options as the archive manifest records them; the strategies only when one is on, so
+        that the manifest of a default run stays as it was before there were strategies."""
+        record = {
+            "keep": self.keep,
+            "min_chars": self.min_chars,
+            "preserve": sorted(self.preserve),
+            "placeholder": self.placeholder,
+            "clear_multimodal": self.clear_multimodal,
+            "trigger_tokens": self.trigger_tokens,
+        }
+        if self.strategies:
+            record["strategies"] = self.strategies
+        return record
+
     def placeholder_for(self, fact: ResultFact, tool_name: str, superseded: bool = False) -> str | Cut | None:
         """What the result becomes if it is old enough to clear (or `superseded`: a newer copy of the
         file is in the context, so even a preserved tool's result goes), or None when it is kept."""
@@ -226,15 +241,37 @@ def cleared(
 ) -> Iterable[tuple[ResultFact, str | Cut]]:
     """Each result micro clears, with what it becomes: all but the last `keep` of each conversation,
     less the exceptions, and the `superseded` ones ((line, slot): --dedupe-reads)."""
+    repeat = index.dialect.results_repeat
     for facts in index.results.values():
         old = max(len(facts) - options.keep, 0)
+        recent = _recent_calls(facts, options.keep) if repeat else None
         for position, fact in enumerate(facts):
             stale = bool(superseded) and (fact.line, fact.slot) in superseded
-            if position >= old and not stale:
+            if (position in recent if recent is not None else position >= old) and not stale:
                 continue
             placeholder = options.placeholder_for(fact, index.tool_name(fact.tool_use_id), stale)
             if placeholder is not None:
                 yield fact, placeholder
+
+
+def _recent_calls(facts: list[ResultFact], keep: int) -> set[int]:
+    """Positions of the results of the last `keep` calls, every copy of one call's result counted once
+    (Dialect.results_repeat)."""
+    decided: dict[str, bool] = {}
+    kept: set[int] = set()
+    calls = 0
+    for position in range(len(facts) - 1, -1, -1):
+        key = facts[position].tool_use_id
+        if key is not None and key in decided:
+            is_kept = decided[key]
+        else:
+            is_kept = calls < keep
+            calls += 1
+            if key is not None:
+                decided[key] = is_kept
+        if is_kept:
+            kept.add(position)
+    return kept
 
 
 def plan(index: MicroIndex, options: MicroOptions, strategies: Strategies | None = None) -> Plan:

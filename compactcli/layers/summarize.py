@@ -27,6 +27,8 @@ from compactcli.dialects.base import BYTES_PER_TOKEN, USER_MESSAGES_TOKENS, rece
 SUMMARY_PREFIX = "[Conversation compressed. Transcript: "
 # What Claude Code itself starts its compaction summaries with.
 CLAUDE_CODE_SUMMARY_PREFIX = "This session is being continued from a previous conversation"
+# What pi sends a compaction's summary as (its messages.ts, COMPACTION_SUMMARY_PREFIX).
+PI_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:"
 
 # Rendering limits (characters) for the model's copy of the transcript. A tool result or a file
 # written through a tool input is reference material; its head and tail carry what a summary needs.
@@ -231,11 +233,11 @@ def pin_closure(messages: list[dict], pinned: set[int]) -> set[int]:
 
 
 def is_summary_message(message: dict) -> bool:
-    """Whether a normalized message is a compaction summary (ours, or Claude Code's)."""
+    """Whether a normalized message is a compaction summary (ours, Claude Code's or pi's)."""
     if message.get("role") != "user":
         return False
     text = message_text(message).lstrip()
-    return text.startswith(SUMMARY_PREFIX) or text.startswith(CLAUDE_CODE_SUMMARY_PREFIX)
+    return text.startswith((SUMMARY_PREFIX, CLAUDE_CODE_SUMMARY_PREFIX, PI_SUMMARY_PREFIX))
 
 
 # --------------------------------------------------------------------------- where to cut

@@ -267,6 +267,9 @@ class _CallOutputs:
     """
 
     out: list[Violation]
+    # Dialect.results_repeat: the agent sends a call's output again (Gemini CLI 0.61 resumes a call's
+    # response twice, from the call's record and its own); the API pairs them by id.
+    repeats: bool = False
     calls: dict[str, int] = field(default_factory=dict)  # open calls: call_id -> line
     answered: set[str] = field(default_factory=set)
     in_flight: set[str] = field(default_factory=set)  # the calls since the last other item
@@ -282,14 +285,14 @@ class _CallOutputs:
         if role not in RESPONSES_ROLES:
             allowed = ", ".join(sorted(RESPONSES_ROLES))
             self.out.append(Violation(line, "invalid-role", f"role {role!r}: allowed are {allowed}"))
-        elif results:
-            for result in results:
-                self._output(line, result.get("tool_use_id"))
-        elif uses:
+        elif uses or results:
+            # A record may hold the calls and their outputs at once (Gemini CLI): calls first.
             for use in uses:
                 self._call(line, use.get("id"))
                 if isinstance(use.get("id"), str):
                     self.in_flight.add(use["id"])
+            for result in results:
+                self._output(line, result.get("tool_use_id"))
         elif role == USER:
             self._close(line)
 
@@ -328,7 +331,10 @@ class _CallOutputs:
             del self.calls[call_id]
             self.answered.add(call_id)
         elif call_id in self.answered:
-            self.out.append(Violation(line, "duplicate-tool-result", f"call {call_id} is already answered"))
+            if not self.repeats:
+                self.out.append(
+                    Violation(line, "duplicate-tool-result", f"call {call_id} is already answered")
+                )
         else:
             self.out.append(
                 Violation(line, "orphan-tool-result", f"output for {call_id} answers no earlier call")
@@ -353,7 +359,7 @@ class Validator:
         if checker is None:
             out = self._found.setdefault(key, [])
             if self._api == "responses":
-                checker = _CallOutputs(out)
+                checker = _CallOutputs(out, repeats=self.dialect.results_repeat)
             elif self._api == "chat-completions":
                 checker = _ToolCalls(out)
             else:

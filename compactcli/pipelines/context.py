@@ -183,6 +183,7 @@ class ContextCounter:
         client: Any = None,
         overhead: int | None = None,
         view: ModelView | None = None,
+        redact: bool = True,
     ) -> None:
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; one of {', '.join(METHODS)}")
@@ -193,6 +194,8 @@ class ContextCounter:
         self.model = model
         self.cache = cache if cache is not None else TokenCache(None)
         self.client = client
+        # `api` sends the transcript to the model's endpoint: redacted unless --no-redact
+        self.redact = redact
         # What the log does not hold but every call sends (system prompt, tool definitions): added to
         # heuristic counts; auto's default is the dialect's measured one.
         default = dialect.default_overhead if method == "auto" else 0
@@ -333,6 +336,8 @@ class ContextCounter:
                 self._add(conversation, entry, line)
             return
         tracker = conversation.usage
+        if usage is not None and line and line < conversation.start:
+            usage = None  # recorded before the compaction that started this context (pi keeps such records)
         if tracker is not None:
             calls = tracker.calls
             if usage is not None:
@@ -488,13 +493,15 @@ class ContextCounter:
         if not turns:
             return 0
         model = backend.resolve_model(self.model)
-        key = request_key(model, turns, system)
+        key = request_key(model, turns, system, self.redact)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
         if self.client is None:
             self.client = backend.make_client()
-        count = backend.count_tokens(self.client, model=model, messages=turns, system=system)
+        count = backend.count_tokens(
+            self.client, model=model, messages=turns, system=system, redact=self.redact
+        )
         self.cache.put(key, count)
         return count
 
@@ -523,6 +530,7 @@ class ContextSize:
     method: str = "seed"
     model: str | None = None
     cache: Any = None
+    redact: bool = True
     counts: int = field(default=0, init=False)
     _client: Any = field(default=None, init=False, repr=False)
     # What the model was sent of each record (Dialect.new_view), fed by the Replay (its `view`)
@@ -540,6 +548,7 @@ class ContextSize:
             cache=self.cache,
             client=self._client,
             view=self.view,
+            redact=self.redact,
         )
         for record in records:
             counter.add(record)

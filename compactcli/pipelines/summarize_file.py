@@ -21,6 +21,8 @@ What is kept, per dialect (the records before the cut are all in the archive):
   and system records; they belong to the summarized turns. The conversation summarized is the
   main chain from its last compaction on; a file of sidechain records only (a sub-agent's own log)
   is its own conversation, and the new records then carry its isSidechain and agentId.
+- pi (Dialect.appends_compactions): every line as it is, then one compaction entry naming the first
+  kept record (docs/design.md, "pi sessions").
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -213,6 +216,12 @@ class SummaryEdit:
     archive_path: str | None = None
     user_messages: UserMessages | None = None  # filled as summarized_messages is read
     previous_depth: int = 0  # of the earlier summary summarized_messages met (0: none)
+    # The dialect appends its compaction to the file as its agent does (Dialect.appends_compactions,
+    # pi): every line stays, the new record follows the last; `kept_index`: the first kept record's
+    # place among the file's records (what a version 1 pi file names it by).
+    append: bool = False
+    kept_index: int | None = None
+    side_files: dict[str, str] = field(default_factory=dict)  # Dialect.side_files, once written
     _will_change: bool = False
 
     @property
@@ -221,6 +230,18 @@ class SummaryEdit:
 
     def close(self) -> None:
         pass
+
+    def gate(self, source: BinaryIO, written: str) -> str | None:
+        """--min-retention: why the new content must not replace the original (its retention is below
+        R), else None. Called by rewrite before the replacement: below R the original stays and its
+        archive goes (docs/design.md, "A summary below --min-retention is not applied")."""
+        if self.options.min_retention is None:
+            return None
+        from compactcli.pipelines.verify import measure_into
+
+        return measure_into(
+            self.stats, source, self.path, written, self.options.min_retention, self.on_invalid
+        )
 
     # -- 2. the summary --------------------------------------------------------------------------
 
@@ -289,6 +310,13 @@ class SummaryEdit:
 
     def new_records(self, source: BinaryIO, summary: str, archive: str) -> list[dict]:
         context = [self._read_at(source, offset) for offset in self.context_offsets]
+        if self.append:
+            return self.dialect.summary_records(
+                summary_text(archive, summary),
+                context_records=context,
+                pre_tokens=self.pre_tokens,
+                kept_index=self.kept_index,
+            )
         return self.dialect.summary_records(
             summary_text(archive, summary),
             context_records=context,
@@ -305,6 +333,7 @@ class SummaryEdit:
             raise ValueError("write needs the summary (prepare) and the archive path (use_archive)")
         summary = self.summary + self._user_messages(source)
         records = self.new_records(source, summary, self.archive_path)
+        self.side_files = self.dialect.side_files(records)
         self._write(source, out, records)
 
     def _user_messages(self, source: BinaryIO) -> str:
@@ -324,6 +353,13 @@ class SummaryEdit:
         return text
 
     def _write(self, source: BinaryIO, out: BinaryIO, records: list[dict]) -> None:
+        if self.append:
+            copy_range(source, out, 0, None)
+            if self.size and self._last_byte(source) != b"\n":
+                out.write(self.style.eol)
+            for record in records:
+                out.write(_dump(record, self.style) + self.style.eol)
+            return
         for offset, length in self.top:
             source.seek(offset)
             data = source.read(length)
@@ -339,6 +375,10 @@ class SummaryEdit:
                 out.write(self._relinked(source, offset, length, parent))
             position = offset + length
         copy_range(source, out, position, None)
+
+    def _last_byte(self, source: BinaryIO) -> bytes:
+        source.seek(self.size - 1)
+        return source.read(1)
 
     def _pinned_lines(self, source: BinaryIO, parent: str | None) -> tuple[list[bytes], str | None]:
         """The --pin lines as written after the summary, and the parent for the kept records: in a
@@ -372,6 +412,13 @@ class SummaryEdit:
     def describe(self, source: BinaryIO) -> Iterator[str]:
         kept = len(self.conversation.messages) - self.cut
         summarized = self.conversation.lines[: self.cut]
+        if self.append:
+            yield (
+                f"{self.path}: summarize {self.cut} messages (lines {min(summarized)}-{max(summarized)}) "
+                f"into a compaction record appended to the file; every line stays; keep {kept} messages "
+                "after the summary" + (f" (from line {self.cut_line})" if kept else "")
+            )
+            return
         yield (
             f"{self.path}: summarize {self.cut} messages (lines {min(summarized)}-{max(summarized)}) "
             f"into one; keep {len(self.top)} lines above it, replace {self.dropped} lines (kept in the "
@@ -386,6 +433,12 @@ class SummaryEdit:
         records = self.new_records(source, f"(summary written by {backend} when applied)", "<archive>")
         yield f"--- {name}\n"
         yield f"+++ {name}\n"
+        if self.append:
+            lines = self.stats.get("lines", 0)
+            yield f"@@ -{lines},0 +{lines + 1},{len(records)} @@\n"
+            for record in records:
+                yield "+" + diff_line(_dump(record, self.style) + b"\n")
+            return
         top = {offset for offset, _ in self.top}
         before = self.cut_line - 1
         yield f"@@ -1,{before} +1,{len(self.top) + len(records) + len(self.pinned)} @@\n"
@@ -434,6 +487,7 @@ class _Reader:
         self.style: _Style | None = None
         self.first_user: int | None = None  # offset of the first user message
         self.sources: list[int] = []  # Dialect.feeds_summary records of the active context, by offset
+        self.records: list[int] = []  # offset of every record, in file order (an appended compaction's)
         self.hasher = hashlib.sha256()
 
     def each_line(self, line: Line, offset: int) -> None:
@@ -445,6 +499,7 @@ class _Reader:
             if line.raw.strip():
                 self.top_candidates.append((offset, len(line.raw)))
             return
+        self.records.append(offset)
         if self.dialect.stays_on_top(record):
             self.top_candidates.append((offset, len(line.raw)))
 
@@ -493,7 +548,7 @@ class _Reader:
             self.style = _style_of(raw)
         if self.first_user is None and normalized.get("role") == "user" and not summary:
             self.first_user = offset
-        summary = summary or is_summary_message(normalized) or record.get("isCompactSummary") is True
+        summary = summary or is_summary_message(normalized) or self.dialect.compaction(record) == SUMMARY
         if self.pins and not summary and not self.dialect.stays_on_top(record):
             text = searchable_text(normalized)
             if any(pin.search(text) for pin in self.pins):
@@ -565,12 +620,37 @@ def analyze(
             edit.stats["reason"] = "below threshold"
         return edit
     edit._will_change = True
-    _place_cut(edit, reader, conversation, offset, lines)
+    if dialect.appends_compactions:
+        _append_after(edit, reader, conversation)
+        if nothing_to_summarize(messages, edit.cut):  # the pinned messages start it
+            edit._will_change = False
+            edit.stats["reason"] = "nothing to summarize"
+            return edit
+    else:
+        _place_cut(edit, reader, conversation, offset, lines)
     edit.stats.update(summarized=edit.cut, kept=len(messages) - edit.cut, replaced_lines=edit.dropped)
     planned = planned_usage(summarizer, heuristic.tokens or 0)
     if planned:
         edit.stats["planned"] = planned
     return edit
+
+
+def _append_after(edit: SummaryEdit, reader: _Reader, conversation: _Conversation) -> None:
+    """The compaction is appended (Dialect.appends_compactions): nothing is removed or relinked. It
+    names the first kept record, and hangs from the file's last record. A pinned message keeps the
+    conversation from it on: the agent keeps one stretch before its compaction, so the pinned messages
+    stay in their place, in order, with what follows them."""
+    edit.append = True
+    pinned = [index for index in pin_closure(conversation.messages, conversation.pinned) if index < edit.cut]
+    if pinned:
+        edit.cut = min(pinned)
+    messages = conversation.messages
+    kept = edit.cut < len(messages)
+    first = [conversation.offsets[edit.cut]] if kept else []
+    edit.cut_offset = conversation.offsets[edit.cut] if kept else edit.size
+    edit.cut_line = conversation.lines[edit.cut] if kept else edit.stats["lines"] + 1
+    edit.context_offsets = tuple(first + reader.records[-1:])
+    edit.kept_index = bisect_left(reader.records, first[0]) if kept else None
 
 
 def planned_usage(summarizer: Summarizer | None, tokens: int) -> dict | None:

@@ -4,6 +4,7 @@ the retention joins its report; with --min-retention R a file below R exits 1.""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import BinaryIO
 
 from compactcli.core.errors import CHECK_FAILED, CompactError
 from compactcli.pipelines.transcript import open_input
@@ -22,7 +23,7 @@ def verifying(
     file, if any (stdout cannot be read back: the command refuses --verify with -o -)."""
 
     def verify(outcome: Outcome) -> None:
-        if outcome.status == CHANGED:
+        if outcome.status == CHANGED and "retention" not in outcome.stats:  # not measured before the write
             try:
                 _measure(outcome, output, min_retention, fmt, on_invalid)
             except CompactError as err:
@@ -48,3 +49,24 @@ def _measure(
     if min_retention is not None and result.score < min_retention:
         outcome.exit_code = CHECK_FAILED
         outcome.message = f"retention {result.score:.2f} is below --min-retention {min_retention}"
+
+
+def measure_into(
+    stats: dict, source: BinaryIO, name: str, written: str, min_retention: float, on_invalid: str
+) -> str | None:
+    """Probe the new content (`written`, not yet in place) against the original (`source`, read from its
+    start); the retention joins `stats`. Below `min_retention`: why the original is kept."""
+    from compactcli.pipelines.probe import probe
+
+    source.seek(0)
+    dialect = stats.get("dialect")
+    with open(written, "rb") as after:
+        result = probe(source, name, after, name, fmt=dialect, on_invalid=on_invalid)
+    stats["retention"] = round(result.score, 4)
+    stats["retention_by_category"] = {k: round(r.score, 4) for k, r in result.categories.items()}
+    if result.score < min_retention:
+        return (
+            f"{name}: retention {result.score:.2f} is below --min-retention {min_retention}: "
+            "the original is kept, nothing archived"
+        )
+    return None

@@ -4,8 +4,9 @@ the one-line summary, per-file `-v` lines, and the output formats (text, json, c
 A command reports through one `Report`, with a small per-command `Figures` part that knows how its
 numbers read. Where each piece goes (docs/json-output.md has the JSON field list):
 
-- stdout: previews (--diff, --dry-run), the command's data lines (tables, violations, annotations) or
-  one JSON object per file; all of it on stderr instead when stdout carries a transcript (-o -, stdin).
+- stdout: the command's data lines (tables, violations, annotations, the --dry-run list) or one JSON
+  object per file (the --dry-run list is its `changes`); these go to stderr instead when stdout carries
+  data: a transcript (-o -, stdin) or a --diff. One stream, one kind of content.
 - stderr: `error: ...` for each file that failed, `-v` lines, `would compact PATH` under --check, and
   the summary line (not with -q).
 - the exit code: the most serious of the files' codes, in the order of SEVERITY.
@@ -35,8 +36,19 @@ CHANGED, UNCHANGED, WOULD_CHANGE, FAILED, BUSY, SKIPPED = (
 # (65), an unavailable API (69), a busy file (75), then a failed check (1).
 SEVERITY = (errors.IO_ERR, errors.DATA_ERR, errors.UNAVAILABLE, errors.BUSY, errors.CHECK_FAILED)
 
-# Output formats (--format); --json is --format json. Each command accepts those that apply to it.
+# Output formats (--format); --json is --format json. Each command accepts those that apply to it,
+# listed here and nowhere else; the first is its default.
 TEXT, TABLE, JSON, CSV, GITHUB = "text", "table", "json", "csv", "github"
+COMMAND_FORMATS = {
+    "micro": (TEXT, JSON, GITHUB),
+    "summarize": (TEXT, JSON, GITHUB),
+    "validate": (TEXT, JSON, GITHUB),
+    "estimate": (TABLE, JSON, CSV, GITHUB),
+    "replay": (TEXT, JSON, TABLE, CSV),
+    "restore": (TEXT, JSON),
+    "prune": (TEXT, JSON),
+    "probe": (TABLE, JSON),
+}
 
 # The JSON object of one file, the same keys in every command (docs/json-output.md).
 SCHEMA_VERSION = 1
@@ -181,7 +193,7 @@ class Report:
     quiet: bool = False
     check: bool = False  # --check: name each file that would change
     preview: bool = False  # --check/--diff/--dry-run: the summary counts what would change
-    stdout_has_data: bool = False  # then data lines and JSON go to stderr
+    stdout_has_data: bool = False  # a transcript or a --diff: then data lines and JSON go to stderr
     outcomes: list[Outcome] = field(default_factory=list)
 
     @property
@@ -191,6 +203,10 @@ class Report:
     def done(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
         preview = outcome.stats.pop("preview", None)
+        if self.output_format != JSON:  # in JSON, the --dry-run list is the object's `changes`
+            for change in outcome.stats.pop("changes", ()):
+                where = f"{outcome.path}:{change['line']}" if change["line"] is not None else outcome.path
+                click.echo(f"{where}: {change['change']}")
         if preview:
             click.echo(preview, nl=False)
         if self.output_format == JSON:

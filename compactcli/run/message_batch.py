@@ -69,7 +69,12 @@ def batch_entry(
         return None
     system, user = prompt
     request = api.batch_request(
-        "pending", model=summarizer.model, system=system, user=user, max_tokens=summarizer.summary_tokens
+        "pending",
+        model=summarizer.model,
+        system=system,
+        user=user,
+        max_tokens=summarizer.summary_tokens,
+        redact=summarizer.redact,
     )
     request["custom_id"] = batch_custom_id(item, edit.sha256, request)
     return Pending(item, edit.sha256, request, dict(summarizer.redactions))

@@ -147,17 +147,27 @@ def _preview(item: str, source: BinaryIO, edit: Edit, settings: FileSettings) ->
     status, code = (WOULD_CHANGE, errors.CHECK_FAILED if settings.check else errors.OK)
     if not edit.changed:
         status, code = UNCHANGED, errors.OK
-    text: list[str] = []
+    stats = dict(edit.stats)
+    # The two previews are kept apart: the --dry-run list is a report (text lines, or `changes` in the
+    # JSON object), the --diff is data for stdout; the report tells each where it goes.
     if edit.changed and settings.dry_run:
         source.seek(0)
-        text.extend(edit.describe(source))
+        stats["changes"] = [_change(line, item) for line in edit.describe(source)]
     if edit.changed and settings.diff:
         source.seek(0)
-        text.extend(edit.diff(source, item))
-    stats = dict(edit.stats)
-    if text:
-        stats["preview"] = "".join(line if line.endswith("\n") else line + "\n" for line in text)
+        stats["preview"] = "".join(
+            line if line.endswith("\n") else line + "\n" for line in edit.diff(source, item)
+        )
     return Outcome(item, status, code, stats=stats)
+
+
+def _change(line: str, item: str) -> dict:
+    """One --dry-run line (`path:line: what`, or `path: what`) as the JSON object's `line` and `change`."""
+    rest = line[len(item) + 1 :] if line.startswith(item + ":") else line
+    number, sep, what = rest.partition(":")
+    if sep and number.isdigit():
+        return {"line": int(number), "change": what.strip()}
+    return {"line": None, "change": rest.strip()}
 
 
 def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -> Outcome:
@@ -179,6 +189,9 @@ def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -
                 source.seek(0)
                 with store.Replacement(path) as replacement:
                     edit.write(source, replacement.file)
+                    refused = _gate(edit, source, replacement.file, replacement.temp_path)
+                    if refused is not None:  # the temp file goes with the block, the archive below
+                        raise _Refused(refused)
                     handed_over = True  # commit_in_place removes the archive if it fails early
                     record = replacement.commit_in_place(
                         expected=state,
@@ -187,13 +200,46 @@ def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -
                         options=settings.options,
                         archived=archived,
                     )
+            except _Refused as refusal:
+                if archived is not None:
+                    _discard(archived[0])
+                    with contextlib.suppress(OSError):  # an archive folder made for it alone goes too
+                        os.rmdir(archived[0].parent)
+                stats = dict(edit.stats, reason="below --min-retention")
+                return Outcome(item, UNCHANGED, errors.CHECK_FAILED, str(refusal), stats=stats)
             except BaseException:
                 if archived is not None and not handed_over:
                     _discard(archived[0])
                 raise
     stats = dict(edit.stats, bytes_before=record.size_before, bytes_after=record.size_after)
     stats["archive"] = record.archive
+    _write_side_files(path, getattr(edit, "side_files", None) or {})
     return Outcome(item, CHANGED, stats=stats)
+
+
+class _Refused(Exception):
+    """The edit's gate refused its new content: the original stays (the message says why)."""
+
+
+def _gate(edit: Edit, source: BinaryIO, out: BinaryIO, written: Path) -> str | None:
+    """An edit's optional check of its new content before it replaces anything (summarize
+    --min-retention): why not, or None."""
+    gate = getattr(edit, "gate", None)
+    if gate is None:
+        return None
+    out.flush()
+    return gate(source, str(written))
+
+
+def _write_side_files(path: Path, files: dict[str, str]) -> None:
+    """What the dialect's agent writes beside the transcript with the new records (Dialect.side_files),
+    each replaced atomically: a checkpoint the compaction names is there once the transcript is."""
+    for relative, text in files.items():
+        target = path.parent / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".compactcli-partial")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, target)
 
 
 def _prepare(

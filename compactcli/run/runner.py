@@ -38,8 +38,7 @@ def find_inputs(
     except errors.CompactError as exc:  # a URL that cannot be listed
         if exc.exit_code == errors.USAGE:
             raise click.UsageError(str(exc)) from None
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(exc.exit_code) from None
+        raise
     if output is not None and len(items) != 1:
         raise click.UsageError(f"-o/--output takes exactly one input file, got {len(items)}")
     same_file = output not in (None, STDIN) and items[0] != STDIN
@@ -99,16 +98,12 @@ def write_manifest(outcomes: list[Outcome], writes: Writes, settings) -> None:
         return
     from compactcli.run import output_dir
 
-    try:
-        output_dir.write_manifest(writes.output_dir, outcomes, settings.command, settings.options)
-    except errors.CompactError as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(exc.exit_code) from None
+    output_dir.write_manifest(writes.output_dir, outcomes, settings.command, settings.options)
 
 
-def stdout_carries_data(items: list[str], output: str | None) -> bool:
-    """Whether results go to stdout (then --json reports go to stderr)."""
-    return output == STDIN or (STDIN in items and output is None)
+def stdout_carries_data(items: list[str], output: str | None, diff: bool = False) -> bool:
+    """Whether results or a --diff go to stdout (then --json reports go to stderr)."""
+    return diff or output == STDIN or (STDIN in items and output is None)
 
 
 def discover(paths: Iterable[str], glob: str, archive_dir: Path | None = None) -> list[str]:
@@ -310,11 +305,7 @@ def _executor(jobs: int, scheduler: str | None) -> Iterator[executors.Executor]:
     if scheduler is None:
         yield executors.LocalExecutor(jobs)
         return
-    try:
-        cluster = executors.DaskExecutor(scheduler).__enter__()
-    except errors.CompactError as exc:  # no cluster: no file is touched
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(exc.exit_code) from None
+    cluster = executors.DaskExecutor(scheduler).__enter__()  # no cluster: raises, no file is touched
     try:
         yield cluster
     finally:

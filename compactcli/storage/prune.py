@@ -50,11 +50,17 @@ def parse_age(text: str) -> timedelta:
 class Rule:
     keep_last: int | None = None
     older_than: timedelta | None = None
+    # The pristine original (the file before compactcli first changed it) is kept whatever the rules
+    # say, unless asked: it is the one archive no later run can make again.
+    drop_pristine: bool = False
 
     def dropped(self, records: list[ArchiveRecord], now: datetime) -> list[int]:
         """Positions in `records` (one transcript's, oldest first) of the entries to drop."""
         drop = []
+        pristine = None if self.drop_pristine else store.pristine_index(records)
         for position, record in enumerate(records):
+            if position == pristine:
+                continue
             kept_by_count = self.keep_last is not None and position >= len(records) - self.keep_last
             kept_by_age = self.older_than is not None and now - _when(record) < self.older_than
             if not (kept_by_count or kept_by_age):

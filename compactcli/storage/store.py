@@ -1102,13 +1102,43 @@ def _open_for_writing(fdinfo: str) -> bool:
 # ---------------------------------------------------------------- restore
 
 
-def restore(path: Path, archive_dir: Path | None, *, which: int = -1) -> ArchiveRecord:
-    """Put back the archived original of history entry ``which`` (default: the latest).
+RESTORE = "restore"  # the command name a restore records in the manifest
 
-    The current file is archived first, as for any in-place command ("restore"), so a restore
-    can be undone by restoring again. Takes the file's lock itself. A deleted transcript is
-    recreated; its record then has an empty ``archive`` and size 0 before. Only archives inside
-    the archive folder are read: a manifest line naming a file elsewhere is refused.
+
+def is_original(entry: ArchiveRecord) -> bool:
+    """Whether the entry's archive is an original a compacting command kept (micro, summarize...):
+    a restore's own archive is the compacted file it replaced, never an original."""
+    return bool(entry.archive) and entry.command != RESTORE
+
+
+def pristine_index(entries: list[ArchiveRecord]) -> int | None:
+    """The entry (oldest first) whose archive is the pristine original: the file as it was before
+    compactcli first changed it, i.e. the oldest original kept (prune keeps it unless told)."""
+    return next((i for i, entry in enumerate(entries) if is_original(entry)), None)
+
+
+def latest_original(entries: list[ArchiveRecord]) -> int | None:
+    """The entry a plain restore puts back: the latest original, skipping restores' own archives, so
+    that restoring twice leaves the same bytes as restoring once."""
+    return next((i for i in range(len(entries) - 1, -1, -1) if is_original(entries[i])), None)
+
+
+@dataclass(frozen=True)
+class Restored:
+    """A restore: the entry put back, and the manifest line written (None: the file already held it)."""
+
+    entry: ArchiveRecord
+    record: ArchiveRecord | None
+
+
+def restore(path: Path, archive_dir: Path | None, *, which: int | None = None) -> Restored:
+    """Put back the archived original of history entry ``which`` (default: the latest original).
+
+    The current file is archived first, as for any in-place command ("restore"); `--which` with that
+    entry's index undoes the restore. A file that already holds the chosen original is left as it is,
+    nothing archived. Takes the file's lock itself. A deleted transcript is recreated; its record then
+    has an empty ``archive`` and size 0 before. Only archives inside the archive folder are read: a
+    manifest line naming a file elsewhere is refused.
     """
     path = Path(path)
     folder_path = default_archive_dir(path, archive_dir)
@@ -1116,8 +1146,11 @@ def restore(path: Path, archive_dir: Path | None, *, which: int = -1) -> Archive
         entries = history(path, archive_dir)
         if not entries:
             raise CompactError(f"{path}: no archived original of {path} in {folder_path}", CHECK_FAILED)
+        chosen = latest_original(entries) if which is None else which
+        if chosen is None:
+            raise CompactError(f"{path}: no archived original in {folder_path} (only restores)", CHECK_FAILED)
         try:
-            entry = entries[which]
+            entry = entries[chosen]
         except IndexError:
             raise CompactError(
                 f"{path}: no history entry {which} ({len(entries)} in {folder_path})", CHECK_FAILED
@@ -1127,8 +1160,10 @@ def restore(path: Path, archive_dir: Path | None, *, which: int = -1) -> Archive
                 f"{path}: history entry {which} has no archive (the file did not exist then)",
                 CHECK_FAILED,
             )
+        if _holds(path, entry.sha256_before):
+            return Restored(entry, None)
         archived = Path(entry.archive)
-        options = {"which": which, "from": entry.archive}
+        options = {"which": which if which is not None else chosen, "from": entry.archive}
         with Replacement(path) as repl:
             with _io_errors(archived), _archive_folder(folder_path, create=False, for_file=path) as folder:
                 if not folder.same_folder(archived.parent):
@@ -1152,10 +1187,23 @@ def restore(path: Path, archive_dir: Path | None, *, which: int = -1) -> Archive
             try:
                 expected = snapshot(path)
             except FileNotFoundError:
-                return _restore_missing(path, folder_path, repl, entry, options)
-            return repl.commit_in_place(
-                expected=expected, archive_dir=folder_path, command="restore", options=options
+                return Restored(entry, _restore_missing(path, folder_path, repl, entry, options))
+            record = repl.commit_in_place(
+                expected=expected, archive_dir=folder_path, command=RESTORE, options=options
             )
+            return Restored(entry, record)
+
+
+def _holds(path: Path, sha256: str) -> bool:
+    """Whether the file exists and its content has this sha256."""
+    try:
+        with open(path, "rb") as f:
+            h = hashlib.sha256()
+            while chunk := f.read(_CHUNK):
+                h.update(chunk)
+    except FileNotFoundError:
+        return False
+    return h.hexdigest() == sha256
 
 
 def _restore_missing(
@@ -1168,7 +1216,7 @@ def _restore_missing(
         size_before=0,
         sha256_after=entry.sha256_before,
         size_after=entry.size_before,
-        command="restore",
+        command=RESTORE,
         options=options,
         version=__version__,
         time=_iso_utc(_utc_now()),

@@ -1,8 +1,8 @@
-"""The real coding agents (Claude Code, Codex CLI) as subprocesses, for the tier that resumes the
-sessions compactcli compacted and looks at what the agent then sends the model.
+"""The real coding agents (Claude Code, Codex CLI, GitHub Copilot CLI) as subprocesses, for the tier that
+resumes the sessions compactcli compacted and looks at what the agent then sends the model.
 
-The binaries come from `$COMPACTCLI_CLAUDE` / `$COMPACTCLI_CODEX` when set, else from the npm prefix
-.ci/run installs the pinned versions into (`$COMPACTCLI_AGENTS_PREFIX`, default
+The binaries come from `$COMPACTCLI_CLAUDE` / `$COMPACTCLI_CODEX` / `$COMPACTCLI_COPILOT` when set, else from
+the npm prefix .ci/run installs the pinned versions into (`$COMPACTCLI_AGENTS_PREFIX`, default
 ~/.cache/compactcli/agents). Without them the tier skips and says how to enable it. Never the ones on
 PATH: a developer's own agent may be any version, and its settings live in the real home.
 

@@ -288,7 +288,11 @@ def _invalid(body: Any) -> str | None:
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ROLES:
             return f"Invalid value for 'messages[{i}].role': expected one of {', '.join(ROLES)}."
-        if not isinstance(message.get("content"), str | list):
+        # An assistant message that makes tool calls may have null content, as the API allows.
+        calls = message.get("role") == "assistant" and bool(message.get("tool_calls"))
+        if not isinstance(message.get("content"), str | list) and not (
+            calls and message.get("content") is None
+        ):
             return f"Invalid type for 'messages[{i}].content': expected a string or an array."
     for key in ("max_tokens", "max_completion_tokens"):
         value = body.get(key)

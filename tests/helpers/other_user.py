@@ -37,6 +37,7 @@ def hand_to_nobody(top: Path) -> tuple[str, ...]:
 
 _AS_USER = r"""
 import os, pkgutil, sys, importlib
+import tomllib  # settings files are parsed after the uid is dropped; the stdlib may be unreadable then
 import compactcli
 for module in pkgutil.walk_packages(compactcli.__path__, "compactcli."):
     if module.name not in ("compactcli.__main__", "compactcli.report.chart"):

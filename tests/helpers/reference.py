@@ -10,6 +10,7 @@ Records are what `json.loads` gives for each line; `line` below is a 0-based ind
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections import defaultdict
 from collections.abc import Iterator
@@ -41,6 +42,27 @@ CODEX_UI_COPIES = {
 }
 
 
+# Copilot CLI events.jsonl: assistant.message toolRequests, answered by tool.execution_complete events
+# (result.content is what the model is sent; detailedContent and contents are the UI's copies).
+COPILOT_UI_FIELDS = ("detailedContent", "contents")
+
+
+def _copilot_data(record: dict, kind: str) -> dict | None:
+    data = record.get("data")
+    return data if record.get("type") == kind and isinstance(data, dict) else None
+
+
+def restore_ui_copies(rebuilt: dict, old: dict, dialect: str) -> None:
+    """Put back the UI's copies micro empties with a cleared Copilot result (to compare the rest)."""
+    if dialect != "copilot" or _copilot_data(old, "tool.execution_complete") is None:
+        return
+    old_result, new_result = old["data"].get("result"), rebuilt["data"].get("result")
+    if isinstance(old_result, dict) and isinstance(new_result, dict):
+        for name in COPILOT_UI_FIELDS:
+            if name in old_result:
+                new_result[name] = old_result[name]
+
+
 def _codex_item(record: dict) -> dict | None:
     payload = record.get("payload")
     return payload if record.get("type") == "response_item" and isinstance(payload, dict) else None
@@ -62,13 +84,38 @@ def without_ui_output(record: dict) -> dict:
     return {**record, "payload": payload}
 
 
+# Qwen Code: records carry Gemini Contents (`message.parts`); a functionResponse answers the
+# functionCall of its id, its output is `response.output` (docs/design.md, "Gemini Content parts").
+QWEN_MESSAGES = ("user", "assistant", "tool_result")
+
+
+def _qwen_parts(record: dict) -> list:
+    message = record.get("message")
+    if record.get("type") not in QWEN_MESSAGES or not isinstance(message, dict):
+        return []
+    parts = message.get("parts")
+    return [part for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+
+
+def _qwen_output(response: dict) -> object:
+    body = response.get("response")
+    if isinstance(body, dict) and list(body) == ["output"] and isinstance(body["output"], str):
+        return body["output"]
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
 def _message(record: dict, dialect: str) -> dict | None:
     """The API message a record holds: the record itself, or Claude Code's `message` field."""
-    if dialect == "codex":
-        return None  # calls and outputs are items of their own (see _codex_item)
+    if dialect == "qwen-code":
+        return None  # Gemini parts: see _qwen_parts
+    if dialect in ("codex", "copilot"):
+        return None  # calls and outputs are items or events of their own
     if dialect == "claude-code":
         inner = record.get("message")
         return inner if record.get("type") in ("user", "assistant") and isinstance(inner, dict) else None
+    if dialect == "pi":  # a `message` entry's AgentMessage
+        inner = record.get("message")
+        return inner if record.get("type") == "message" and isinstance(inner, dict) else None
     return record if "role" in record else None
 
 
@@ -82,6 +129,15 @@ def tool_uses(record: dict, dialect: str) -> Iterator[tuple[str, str]]:
     entry = _codex_item(record) if dialect == "codex" else None
     if entry is not None and entry.get("type") in CODEX_CALLS:
         yield entry["call_id"], "local_shell" if entry["type"] == "local_shell_call" else entry["name"]
+    if dialect == "qwen-code":
+        for part in _qwen_parts(record):
+            call = part.get("functionCall")
+            if isinstance(call, dict):
+                yield call["id"], call["name"]
+        return
+    asked = _copilot_data(record, "assistant.message") if dialect == "copilot" else None
+    for request in (asked or {}).get("toolRequests") or ():
+        yield request["toolCallId"], request.get("name") or "unknown"
     message = _message(record, dialect)
     if message is None or message.get("role") != "assistant":
         return
@@ -91,6 +147,10 @@ def tool_uses(record: dict, dialect: str) -> Iterator[tuple[str, str]]:
             yield call["id"], function["name"] if isinstance(function, dict) else call["name"]
         return
     for block in _blocks(message):
+        if dialect == "pi":
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                yield block["id"], block["name"]
+            continue
         if isinstance(block, dict) and block.get("type") == "tool_use":
             yield block["id"], block["name"]
         elif isinstance(block, str) and (found := _SDK_TOOL_USE.match(block)):
@@ -104,6 +164,9 @@ class _Conversations:
         self.root: dict[str, str] = {}
 
     def of(self, record: dict, dialect: str) -> str:
+        if dialect == "copilot":  # a sub-agent's events name the call that started it, or the agent
+            data = record.get("data") if isinstance(record.get("data"), dict) else {}
+            return record.get("agentId") or data.get("parentToolCallId") or "main"
         if dialect != "claude-code" or record.get("isSidechain") is not True:
             return "main"
         root = self.root.get(record.get("parentUuid") or "", record.get("uuid") or "")
@@ -111,17 +174,73 @@ class _Conversations:
         return f"agent {record['agentId']}" if record.get("agentId") else f"tree {root}"
 
 
+def _gemini_responses(record: dict) -> list[tuple[int, dict]]:
+    """Gemini CLI: (slot, functionResponse) of every tool call's result in a message record and in the
+    messages of a `$set` checkpoint; slot = message number * 1000 + call number."""
+    patch = record.get("$set")
+    messages = patch.get("messages") if isinstance(patch, dict) else None
+    found = []
+    for number, message in enumerate(messages if isinstance(messages, list) else [record]):
+        if (
+            isinstance(message, dict)
+            and message.get("type") == "user"
+            and isinstance(message.get("content"), list)
+        ):
+            for index, part in enumerate(message["content"]):  # the responses as a user record of their own
+                if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+                    found.append((number * 1000 + index, part["functionResponse"]))
+            continue
+        calls = message.get("toolCalls") if isinstance(message, dict) else None
+        for index, call in enumerate(calls if isinstance(calls, list) else []):
+            for part in call.get("result") or []:
+                if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+                    found.append((number * 1000 + index, part["functionResponse"]))
+                    break
+    return found
+
+
+def _gemini_output(response: dict) -> object:
+    body = response.get("response")
+    return body["output"] if isinstance(body, dict) and list(body) == ["output"] else body
+
+
 def tool_results(records: list[dict], dialect: str) -> list[Result]:
     """Every tool result in file order, with the conversation it belongs to."""
     found: list[Result] = []
     conversations = _Conversations()
     for line, record in enumerate(records):
+        if dialect == "gemini-cli":
+            for slot, response in _gemini_responses(record):
+                found.append(Result(line, slot, response.get("id"), _gemini_output(response), "main"))
+            continue
         conversation = conversations.of(record, dialect)
         entry = _codex_item(record) if dialect == "codex" else None
         if entry is not None and entry.get("type") in CODEX_OUTPUTS:
             found.append(Result(line, -1, entry.get("call_id"), entry.get("output"), conversation))
+        if dialect == "qwen-code":
+            for slot, part in enumerate(_qwen_parts(record)):
+                answer = part.get("functionResponse")
+                if isinstance(answer, dict):
+                    found.append(Result(line, slot, answer.get("id"), _qwen_output(answer), conversation))
+            continue
+        done = _copilot_data(record, "tool.execution_complete") if dialect == "copilot" else None
+        if done is not None:
+            result, error = done.get("result"), done.get("error")
+            if isinstance(result, dict) and "content" in result:
+                content = result["content"]
+            else:
+                content = error.get("message", "") if isinstance(error, dict) else error or ""
+            found.append(Result(line, -1, done.get("toolCallId"), content, conversation))
         message = _message(record, dialect)
         if message is None:
+            continue
+        if dialect == "pi":
+            if message.get("role") == "toolResult":
+                content = message.get("content")
+                # One text block reads as its text: what micro writes a placeholder as.
+                if isinstance(content, list) and len(content) == 1 and content[0].get("type") == "text":
+                    content = content[0].get("text")
+                found.append(Result(line, -1, message.get("toolCallId"), content, conversation))
             continue
         if dialect == "openai":
             if message.get("role") == "tool":
@@ -138,11 +257,35 @@ def tool_results(records: list[dict], dialect: str) -> list[Result]:
 
 
 def set_content(record: dict, dialect: str, result: Result, content: object) -> None:
+    if dialect == "gemini-cli":
+        response = dict(_gemini_responses(record))[result.slot]
+        response["response"] = {"output": content} if isinstance(content, str) else content
+    if dialect == "qwen-code":
+        answer = _qwen_parts(record)[result.slot]["functionResponse"]
+        answer["response"] = {"output": content}
+        answer.pop("parts", None)
+        copy_ = record.get("toolCallResult")
+        if isinstance(copy_, dict) and copy_.get("callId") == answer.get("id") and "resultDisplay" in copy_:
+            copy_["resultDisplay"] = content  # the UI's copy of what was cleared
+        return
     if dialect == "codex":
         record["payload"]["output"] = content
         return
+    if dialect == "copilot":
+        data = record["data"]
+        if isinstance(data.get("result"), dict):
+            data["result"]["content"] = content
+        elif isinstance(data.get("error"), dict):
+            data["error"]["message"] = content
+        else:
+            data["error"] = content
+        return
     message = _message(record, dialect)
     assert message is not None
+    if dialect == "pi":  # content is a list of blocks; the UI's copy (details) goes
+        message["content"] = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        message.pop("details", None)
+        return
     if result.slot < 0:
         message["content"] = content
     else:

@@ -15,8 +15,6 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-DIALECTS = ("anthropic", "claude-code", "openai")
-
 # Pieces that tool output is made of: code, tracebacks, CJK, quotes and backslashes (which the
 # SDK reprs must escape), tabs and a JSON fragment.
 PIECES = (
@@ -534,16 +532,255 @@ def _codex(draw: st.DrawFn) -> list[dict[str, Any]]:
     return rollout
 
 
+QWEN_TOOLS = ("run_shell_command", "read_file", "grep_search", "edit")
+
+
+@st.composite
+def _qwen_code(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A Qwen Code session: one parentUuid chain of user prompts, model turns (a thought, text, one or
+    parallel functionCalls) with usageMetadata, tool_result records answering each call by id (with the
+    UI's copy in toolCallResult), telemetry records, and at times the agent's own chat_compression."""
+    ids = _Ids("call_", draw(st.integers(0, 2**32 - 1)))
+    session = ids.uuid()
+    records: list[dict[str, Any]] = []
+    last: list[str | None] = [None]
+
+    def add(kind: str, **fields: Any) -> dict[str, Any]:
+        uuid = ids.uuid()
+        record = {"uuid": uuid, "parentUuid": last[0], "sessionId": session, "timestamp": "2026-11-30T09:00Z",
+                  "type": kind, "cwd": "/repo", "version": "0.15.10", **fields}  # fmt: skip
+        records.append(record)
+        last[0] = uuid
+        return record
+
+    for turn in range(draw(st.integers(1, 4))):
+        add("user", message={"role": "user", "parts": [{"text": draw(prose())}]})
+        for _ in range(draw(st.integers(0, 3))):
+            calls = [(ids.next(), draw(st.sampled_from(QWEN_TOOLS))) for _ in range(draw(st.integers(1, 2)))]
+            parts: list[dict[str, Any]] = []
+            if draw(st.booleans()):
+                parts.append({"text": draw(prose()), "thought": True})
+            parts += [{"functionCall": {"id": c, "name": n, "args": draw(_tool_input(n))}} for c, n in calls]
+            usage = {"promptTokenCount": 1000 + len(records) * 50, "candidatesTokenCount": 20}
+            add(
+                "assistant",
+                model="qwen3-coder-plus",
+                message={"role": "model", "parts": parts},
+                usageMetadata=usage,
+            )
+            add(
+                "system",
+                subtype="ui_telemetry",
+                systemPayload={"uiEvent": {"event.name": "qwen-code.tool_call"}},
+            )
+            for call_id, name in calls:
+                output = draw(sized_text())
+                answer = {"functionResponse": {"id": call_id, "name": name, "response": {"output": output}}}
+                copy = {"callId": call_id, "status": "success", "resultDisplay": output}
+                add("tool_result", message={"role": "user", "parts": [answer]}, toolCallResult=copy)
+        add(
+            "assistant",
+            model="qwen3-coder-plus",
+            message={"role": "model", "parts": [{"text": draw(prose())}]},
+        )
+        if turn == 1 and draw(st.booleans()):
+            history = [
+                {
+                    "role": "user",
+                    "parts": [{"text": "<state_snapshot>" + draw(prose()) + "</state_snapshot>"}],
+                },
+                {"role": "model", "parts": [{"text": "Got it. Thanks for the additional context!"}]},
+            ]
+            payload = {"info": {"compressionStatus": 1}, "compressedHistory": history}
+            add("system", subtype="chat_compression", systemPayload=payload)
+    return records
+
+
+# ---------------------------------------------------------------------------------------------
+# pi
+
+
+class _PiTree:
+    """A pi session's entries, each the child of the one before (the active path is the whole file)."""
+
+    def __init__(self, seed: int) -> None:
+        self.entries: list[dict[str, Any]] = [
+            {
+                "type": "session",
+                "version": 3,
+                "id": f"{seed:08x}-pi",
+                "timestamp": _pi_time(0),
+                "cwd": "/repo",
+            }
+        ]
+        self.last: str | None = None
+        self.n = 0
+
+    def add(self, kind: str, **fields: Any) -> str:
+        self.n += 1
+        entry_id = f"{self.n:08x}"
+        self.entries.append(
+            {"type": kind, "id": entry_id, "parentId": self.last, "timestamp": _pi_time(self.n), **fields}
+        )
+        self.last = entry_id
+        return entry_id
+
+    def message(self, role: str, content: Any, **fields: Any) -> str:
+        return self.add("message", message={"role": role, "content": content, **fields, "timestamp": self.n})
+
+
+def _pi_time(n: int) -> str:
+    return f"2026-03-14T10:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
+
+
+PI_TOOLS = ("read", "bash", "edit", "write", "grep")
+
+
+@st.composite
+def _pi(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A pi session: the header, a model change, user turns, assistant messages with thinking, text and
+    toolCalls, a toolResult per call (some errors), and now and then a compaction entry that keeps the
+    entries from a user turn on."""
+    tree = _PiTree(draw(st.integers(0, 2**32 - 1)))
+    ids = _Ids("toolu_", draw(st.integers(0, 2**32 - 1)))
+    tree.add("model_change", provider="anthropic", modelId="claude-sonnet-4-5")
+    usage = {"input": 10, "output": 20, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 30}
+    user_turns: list[str] = []
+    for turn in range(draw(st.integers(1, 4))):
+        user_turns.append(tree.message("user", [{"type": "text", "text": draw(prose())}]))
+        if turn and draw(st.integers(0, 3)) == 0:
+            kept = draw(st.sampled_from(user_turns))
+            tree.add("compaction", summary=draw(prose()), firstKeptEntryId=kept, tokensBefore=5000)
+        for _ in range(draw(st.integers(0, 3)) + 1):
+            content: list[dict[str, Any]] = []
+            if draw(st.booleans()):
+                content.append(
+                    {"type": "thinking", "thinking": draw(prose()), "thinkingSignature": "EuYBCkYI"}
+                )
+            calls = [(ids.next(), draw(st.sampled_from(PI_TOOLS))) for _ in range(draw(st.integers(0, 2)))]
+            last = not calls
+            if last or draw(st.booleans()):
+                content.append({"type": "text", "text": draw(prose())})
+            for call_id, name in calls:
+                content.append(
+                    {"type": "toolCall", "id": call_id, "name": name, "arguments": {"path": "a.py"}}
+                )
+            tree.message(
+                "assistant",
+                content,
+                api="anthropic-messages",
+                provider="anthropic",
+                model="claude-sonnet-4-5",
+                usage=usage,
+                stopReason="stop" if last else "toolUse",
+            )
+            for call_id, name in calls:
+                output = [{"type": "text", "text": draw(sized_text())}]
+                tree.message(
+                    "toolResult", output, toolCallId=call_id, toolName=name, isError=draw(st.booleans())
+                )
+            if last:
+                break
+    return tree.entries
+
+
+# ---------------------------------------------------------------------------------------------
+# gemini-cli
+
+GEMINI_TOOLS = ("read_file", "run_shell_command", "list_directory", "replace", "write_file")
+
+
+@st.composite
+def _gemini_cli(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A Gemini CLI session: the header, user records, gemini records written first without their calls
+    and then again (upserted by id) with the calls and their results, `$set` patches of lastUpdated
+    between them, and now and then an info notice that is never sent."""
+    salt = draw(st.integers(0, 2**32 - 1))
+    clock = iter(range(10_000))
+
+    def at() -> str:
+        n = next(clock)
+        return f"2026-11-30T10:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
+
+    records: list[dict[str, Any]] = [
+        {"sessionId": f"{salt:08x}-gem", "projectHash": "4be1c0d2", "startTime": at(), "lastUpdated": at()}
+        | {"kind": "main"}
+    ]
+    n = 0
+
+    def next_id() -> str:
+        nonlocal n
+        n += 1
+        return f"{salt:08x}-{n:04d}"
+
+    for _ in range(draw(st.integers(1, 4))):
+        if draw(st.integers(0, 4)) == 0:
+            records.append({"id": next_id(), "timestamp": at(), "type": "info", "content": draw(prose())})
+        records.append(
+            {"id": next_id(), "timestamp": at(), "type": "user", "content": [{"text": draw(prose())}]}
+        )
+        records.append({"$set": {"lastUpdated": at()}})
+        for _ in range(draw(st.integers(1, 3))):
+            turn = {
+                "id": next_id(),
+                "timestamp": at(),
+                "type": "gemini",
+                "content": draw(st.sampled_from(["", "Let me look."])),
+                "thoughts": [],
+                "tokens": {"input": 1000, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": 1020},
+                "model": "gemini-3-flash-preview",
+            }
+            records.append(turn)
+            calls = []
+            for k in range(draw(st.integers(0, 2))):
+                name = draw(st.sampled_from(GEMINI_TOOLS))
+                call_id = f"{name}_{salt}{n}_{k}"
+                output = {"output": draw(sized_text())}
+                response = {"functionResponse": {"id": call_id, "name": name, "response": output}}
+                calls.append(
+                    {"id": call_id, "name": name, "args": {"file_path": "a.py"}, "result": [response]}
+                    | {"status": "success", "timestamp": at(), "resultDisplay": "done"}
+                )
+            if not calls:
+                break
+            records.append({"$set": {"lastUpdated": at()}})
+            records.append({**turn, "toolCalls": calls})
+        records.append(
+            {
+                "id": next_id(),
+                "timestamp": at(),
+                "type": "gemini",
+                "content": draw(prose()),
+                "thoughts": [],
+                "tokens": {"input": 1100, "output": 30, "cached": 0, "thoughts": 0, "tool": 0, "total": 1130},
+                "model": "gemini-3-flash-preview",
+            }
+        )
+    return records
+
+
 # ---------------------------------------------------------------------------------------------
 # public API
 
 
 def conversations(dialect: str) -> st.SearchStrategy[list[dict[str, Any]]]:
-    """Valid conversations in `dialect` (anthropic | claude-code | openai | codex), one dict per line."""
-    strategies = {"anthropic": _anthropic, "claude-code": _claude_code, "openai": _openai, "codex": _codex}
-    if dialect not in strategies:
-        raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
-    return strategies[dialect]()
+    """Valid conversations in `dialect` (anthropic | claude-code | openai | codex | qwen-code), one dict
+    per line."""
+    if dialect not in GENERATORS:
+        raise ValueError(f"no generator for dialect {dialect!r}; one of {', '.join(GENERATORS)}")
+    return GENERATORS[dialect]()
+
+
+# dialect -> its strategy; tests/test_dialect_coverage.py checks that every dialect has one
+GENERATORS = {
+    "anthropic": _anthropic,
+    "claude-code": _claude_code,
+    "openai": _openai,
+    "codex": _codex,
+    "qwen-code": _qwen_code,
+    "pi": _pi,
+    "gemini-cli": _gemini_cli,
+}
 
 
 def jsonl_bytes(records: list[dict[str, Any]], *, style: str = "compact") -> bytes:

@@ -9,16 +9,19 @@ from pathlib import Path
 import click
 
 from compactcli.cli.options import cache_option, input_options
-from compactcli.core.constants import ESTIMATE_FORMATS, ESTIMATE_METHOD, METHODS, NO_USAGE, OVER, STDIN, UNDER
+from compactcli.core.constants import ESTIMATE_METHOD, METHODS, NO_USAGE, OVER, STDIN, UNDER
 from compactcli.core.errors import EXIT_CODES_HELP, OK
-from compactcli.report import Outcome, Report
+from compactcli.report import COMMAND_FORMATS, Outcome, Report
 from compactcli.run.settings import Inputs
 
 # --- the command ---------------------------------------------------------------------------------
 
 HELP = """Count the tokens of each transcript's active context; fail CI when one is over a limit.
 
-PATHS are files, folders (searched for --glob) or '-' for stdin. Nothing is changed. For Claude
+PATHS are files, folders (searched for --glob) or '-' for stdin; none: the session folders of
+the agents found here (~/.claude/projects, $CODEX_HOME/sessions, ~/.pi/agent/sessions), named
+on stderr. Nothing is changed.
+For Claude
 Code logs the active context is the main conversation from its last compaction on; a file of
 sub-agent (sidechain) records only is counted as its own conversation. For Codex rollouts it is
 what follows the last `compacted` record, its replacement_history first; heuristic and api also
@@ -78,7 +81,7 @@ Examples:
     help=HELP,
     epilog=EXIT_CODES_HELP + " Here 1: a file is over --max-tokens, or cannot be checked.",
 )
-@input_options(formats=ESTIMATE_FORMATS)
+@input_options(formats=COMMAND_FORMATS["estimate"], agents_folders=True)
 @click.option(
     "--method",
     type=click.Choice(METHODS),

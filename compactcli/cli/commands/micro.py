@@ -15,7 +15,7 @@ from compactcli.cli.options import (
     write_options,
 )
 from compactcli.core.errors import EXIT_CODES_HELP
-from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
+from compactcli.report import CHANGED, COMMAND_FORMATS, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
 from compactcli.run.settings import FileSettings, Inputs, Writes
 
 # What the opt-in strategies did, as the per-file line says it.
@@ -46,7 +46,7 @@ class MicroFigures(Figures):
 
 
 @click.command(epilog=EXIT_CODES_HELP)
-@input_options(formats=("text", "json", "github"))
+@input_options(formats=COMMAND_FORMATS["micro"])
 @write_options()
 @micro_options()
 @cache_option(" Applies in place and to --check/--diff/--dry-run, not to -o.")
@@ -85,16 +85,6 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
         """The worker, made once a file has to be read: Layer 1's module is not loaded by a run the
         cache answers."""
         options = micro_settings(layer)
-        manifest_options = {
-            "keep": options.keep,
-            "min_chars": options.min_chars,
-            "preserve": sorted(options.preserve),
-            "placeholder": options.placeholder,
-            "clear_multimodal": options.clear_multimodal,
-            "trigger_tokens": options.trigger_tokens,
-        }
-        if options.strategies:  # recorded only when given: the manifest of a default run stays as it was
-            manifest_options["strategies"] = options.strategies
         estimator = None
         if options.trigger_tokens:
             from compactcli.pipelines import context  # 25 ms of imports that a plain micro run does not need
@@ -107,7 +97,7 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
             on_invalid=inputs.on_invalid,
             estimator=estimator,
         )
-        made.append(writes.settings("micro", manifest_options))
+        made.append(writes.settings("micro", options.manifest_record()))
         return runner.file_worker(items, inputs, writes, made[0], analyze)
 
     report = Report(
@@ -118,7 +108,7 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
         quiet=inputs.quiet,
         check=writes.check,
         preview=writes.preview,
-        stdout_has_data=runner.stdout_carries_data(items, writes.output),
+        stdout_has_data=runner.stdout_carries_data(items, writes.output, writes.diff),
     )
     # Only "unchanged" is remembered: a file micro changes is read once more, and remembered then.
     # Results that go elsewhere (-o, --output-dir) must be written: no cache there. The options are

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import click
 
 from compactcli.cli.options import InputPath, dialect_option, format_options, on_invalid_option
 from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, CompactError
-from compactcli.report import FAILED, Outcome, json_object, json_text
+from compactcli.report import COMMAND_FORMATS, FAILED, Figures, Outcome, Report
 
 PROBED = "probed"
 
@@ -43,7 +45,7 @@ def table(result) -> str:
 @click.argument("summarized", type=InputPath(allow_dash=True, exists=True, dir_okay=False))
 @dialect_option()
 @on_invalid_option("error: a bad line fails (exit 65); keep: pass over bad lines.")
-@format_options(("table", "json"))
+@format_options(COMMAND_FORMATS["probe"])
 @click.option(
     "--min-retention",
     type=click.FloatRange(0, 1),
@@ -57,26 +59,34 @@ def probe(original: str, summarized: str, dialect, on_invalid: str, output_forma
 
     if original == summarized == "-":
         raise click.UsageError("only one of ORIGINAL and SUMMARIZED can be stdin")
+    figures = ProbeFigures()
+    report = Report("probe", figures, output_format=output_format)
     name = STDIN_NAME if original == STDIN else original
     try:
         with open_input(original) as (source, name), open_input(summarized) as (result, summarized_name):
             outcome = measure(source, name, result, summarized_name, fmt=dialect, on_invalid=on_invalid)
     except CompactError as exc:
-        _report(Outcome(name, FAILED, exc.exit_code, str(exc)), output_format)
-        raise SystemExit(exc.exit_code) from None
-    report = Outcome(name, PROBED, stats={"summarized": summarized_name, **outcome.to_json()})
+        report.done(Outcome(name, FAILED, exc.exit_code, str(exc)))
+        raise SystemExit(report.finish()) from None
+    probed = Outcome(name, PROBED, stats={"summarized": summarized_name, **outcome.to_json()})
     if min_retention is not None and outcome.score < min_retention:
-        report.exit_code = CHECK_FAILED
-        report.message = f"retention {outcome.score:.2f} is below --min-retention {min_retention}"
-    if output_format != "json":
-        click.echo(table(outcome))
-    _report(report, output_format)
-    raise SystemExit(report.exit_code)
+        probed.exit_code = CHECK_FAILED
+        probed.message = f"retention {outcome.score:.2f} is below --min-retention {min_retention}"
+    figures.tables[name] = table(outcome)
+    report.done(probed)
+    raise SystemExit(report.finish())
 
 
-def _report(outcome: Outcome, output_format: str) -> None:
-    """JSON: the Report object every command writes (docs/json-output.md); else errors on stderr."""
-    if output_format == "json":
-        click.echo(json_text(json_object("probe", outcome)))
-    if outcome.message:
-        click.echo(f"error: {outcome.message}" if outcome.status == FAILED else outcome.message, err=True)
+class ProbeFigures(Figures):
+    """probe's report: the retention table on stdout (or the JSON object), and no summary line but the
+    reason a --min-retention gate failed."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, str] = {}
+
+    def lines(self, outcome: Outcome, output_format: str) -> Iterator[str]:
+        if outcome.path in self.tables:
+            yield self.tables[outcome.path]
+
+    def summary(self, outcomes: list[Outcome], preview: bool) -> str:
+        return "\n".join(o.message for o in outcomes if o.status == PROBED and o.message)

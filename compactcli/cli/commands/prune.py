@@ -9,7 +9,16 @@ import click
 
 from compactcli.cli.options import format_options
 from compactcli.core.errors import EXIT_CODES_HELP, CompactError
-from compactcli.report import CHANGED, FAILED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
+from compactcli.report import (
+    CHANGED,
+    COMMAND_FORMATS,
+    FAILED,
+    UNCHANGED,
+    WOULD_CHANGE,
+    Figures,
+    Outcome,
+    Report,
+)
 from compactcli.storage import archives
 
 if TYPE_CHECKING:
@@ -85,16 +94,23 @@ def outcome_of(result: pruning.Pruned, dry_run: bool) -> Outcome:
     default=None,
     help="Where the originals were archived (default: .transcripts/ beside each file).",
 )
+@click.option(
+    "--prune-original",
+    is_flag=True,
+    help="Let the rules drop the pristine original too (the file before compactcli first changed it; "
+    "kept otherwise, beside the N newest).",
+)
 @click.option("--dry-run", is_flag=True, help="Change nothing; say what would be dropped.")
 @click.option("-v", "--verbose", is_flag=True, help="A line per file on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary line.")
-@format_options()
-def prune(paths, keep_last, older_than, archive_dir, dry_run, verbose, quiet, output_format):
+@format_options(COMMAND_FORMATS["prune"], dialect=False)
+def prune(paths, keep_last, older_than, archive_dir, prune_original, dry_run, verbose, quiet, output_format):
     """Drop old archived originals of each PATH (a transcript, or a folder of them).
 
     Per transcript, --keep-last N keeps its N newest archives and --older-than
     AGE drops those older than AGE; with both, an archive is dropped only when
-    both rules let it go. The manifest is rewritten at once (a temp file
+    both rules let it go. The pristine original (restore --list marks it) is
+    kept unless --prune-original. The manifest is rewritten at once (a temp file
     renamed over it), then the archive files are removed. A transcript
     another compactcli run holds keeps its archives and is reported busy
     (75).
@@ -109,7 +125,7 @@ def prune(paths, keep_last, older_than, archive_dir, dry_run, verbose, quiet, ou
         raise click.UsageError("say what to keep: --keep-last N, --older-than AGE, or both")
     from compactcli.storage import prune as pruning  # prune and storage: not for --help
 
-    rule = pruning.Rule(keep_last, older_than)
+    rule = pruning.Rule(keep_last, older_than, drop_pristine=prune_original)
     folder = Path(archive_dir) if archive_dir else None
     report = Report("prune", PruneFigures(dry_run), output_format=output_format, verbose=verbose, quiet=quiet)
     for name in paths:

@@ -21,12 +21,13 @@ from compactcli.cli.options import (
     micro_options,
     micro_settings,
     on_invalid_option,
+    say_api_counting,
     summarizer_options,
 )
 from compactcli.core.constants import DEFAULT_THRESHOLD, DEFAULT_THRESHOLDS, STDIN
 from compactcli.core.errors import EXIT_CODES_HELP, USAGE, CompactError
 from compactcli.counting.pricing import DEFAULT_PRICE_MODEL, PRICES, Price, parse_price
-from compactcli.report import CSV, FAILED, TABLE, TEXT, Figures, Outcome, Report
+from compactcli.report import COMMAND_FORMATS, CSV, FAILED, TABLE, TEXT, Figures, Outcome, Report
 
 if TYPE_CHECKING:  # the replay itself is imported when the command runs: --help needs none of it
     from compactcli import dialects
@@ -256,7 +257,7 @@ class PriceType(click.ParamType):
     metavar="NAME",
     help=f"With --compare: price as this model (default {DEFAULT_PRICE_MODEL}; see above).",
 )
-@format_options(("text", "json", "table", "csv"))
+@format_options(COMMAND_FORMATS["replay"])
 @click.option("-q", "--quiet", is_flag=True, help="No report and no chart (errors only).")
 def replay(
     path: str,
@@ -301,6 +302,8 @@ def replay(
     report = Report("replay", figures, output_format=output_format, quiet=True, stdout_has_data=output == "-")
     backend, model = summarizer_settings.backend, summarizer_settings.model
     summarizer = summarizer_settings.make()
+    redact = not summarizer_settings.no_redact
+    say_api_counting("replay", summarizer, estimator, redact, quiet)
     if backend == "auto" and not quiet:
         why = "an API key is set" if summarizer.name == "anthropic" else "no API key or auth token is set"
         click.echo(f"replay: summarizer {summarizer.name} (--backend auto: {why})", err=True)
@@ -311,7 +314,7 @@ def replay(
         with ExitStack() as stack:
             source = Source(path, stack)
             chosen = source.dialect(dialect)
-            count = ContextSize(chosen, estimator, model=model, cache=_cache(estimator))
+            count = ContextSize(chosen, estimator, model=model, cache=_cache(estimator), redact=redact)
             if what_if:
                 rows = []
                 for limit, keep in combos:
@@ -391,8 +394,7 @@ def _check_usage(
     if output not in (None, "-") and path != STDIN and Path(output).resolve() == Path(path).resolve():
         raise click.UsageError("-o names the input itself; replay never changes its input")
     if plot and not chart.have_matplotlib():
-        click.echo(f"Error: {chart.PLOT_HINT}", err=True)
-        raise SystemExit(USAGE)
+        raise CompactError(chart.PLOT_HINT, USAGE)
 
 
 def _check_compare_usage(
@@ -413,8 +415,7 @@ def _check_compare_usage(
     if price and price_model:
         raise click.UsageError("give --price or --price-model, not both")
     if plot and not chart.have_matplotlib():
-        click.echo(f"Error: {chart.PLOT_HINT}", err=True)
-        raise SystemExit(USAGE)
+        raise CompactError(chart.PLOT_HINT, USAGE)
 
 
 @dataclass(frozen=True)
@@ -446,6 +447,8 @@ def _compare(
     figures = compare_file.CompareFigures()
     report = Report("replay", figures, output_format=output_format, quiet=True)
     summarizer = summarizer_settings.make()
+    redact = not summarizer_settings.no_redact
+    say_api_counting("replay", summarizer, settings.estimator, redact, quiet)
     plan = runs(settings.thresholds)
     if summarizer.name != "digest" and not quiet:
         click.echo(f"replay: {len(plan)} runs; each makes its own summarizer API calls", err=True)
@@ -454,7 +457,11 @@ def _compare(
             source = Source(settings.path, stack)
             chosen = source.dialect(settings.dialect)
             count = ContextSize(
-                chosen, settings.estimator, model=summarizer_settings.model, cache=_cache(settings.estimator)
+                chosen,
+                settings.estimator,
+                model=summarizer_settings.model,
+                cache=_cache(settings.estimator),
+                redact=redact,
             )
             rows = compare_file.compare(
                 source,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import asdict
 from functools import partial
@@ -11,7 +12,7 @@ import click
 
 from compactcli.cli.options import format_options
 from compactcli.core.errors import EXIT_CODES_HELP
-from compactcli.report import TEXT, Figures, Outcome, Report
+from compactcli.report import COMMAND_FORMATS, TEXT, UNCHANGED, Figures, Outcome, Report
 from compactcli.storage import archives
 
 RESTORED, LISTED = "restored", "listed"
@@ -26,6 +27,8 @@ class RestoreFigures(Figures):
     def describe(self, outcome: Outcome) -> str:
         if outcome.status == RESTORED:
             return f"restored {outcome.path} from {outcome.stats.get('from')}"
+        if outcome.status == UNCHANGED:
+            return f"unchanged {outcome.path} (it already holds {outcome.stats.get('from')})"
         if outcome.status == LISTED:
             return outcome.message  # a file without history says so; a history is on stdout
         return super().describe(outcome)
@@ -33,23 +36,28 @@ class RestoreFigures(Figures):
     def summary(self, outcomes: list[Outcome], preview: bool) -> str:
         if self.listing:
             return ""  # the listing is the output
-        return super().summary(outcomes, preview)
+        # the generic summary counts `changed`: a restore's outcome is `restored`
+        renamed = [Outcome(o.path, "changed") if o.status == RESTORED else o for o in outcomes]
+        return super().summary(renamed, preview)
 
     def lines(self, outcome: Outcome, output_format: str) -> Iterator[str]:
         if output_format != TEXT:
             return
         for entry in outcome.stats.get("history", ()):
+            mark = "  pristine original" if entry["pristine"] else ""
             yield (
                 f"{entry['index']:>3}  {entry['time']}  {entry['command']:<9} "
-                f"{entry['size_before']:>12,} -> {entry['size_after']:>12,} bytes  {entry['archive']}"
+                f"{entry['size_before']:>12,} -> {entry['size_after']:>12,} bytes  {entry['archive']}{mark}"
             )
 
 
-def restore_one(name: str, *, folder: Path | None, which: int) -> Outcome:
+def restore_one(name: str, *, folder: Path | None, which: int | None) -> Outcome:
     from compactcli.storage import store  # not for --help
 
-    record = store.restore(Path(name), folder, which=which)
-    return Outcome(name, RESTORED, stats=asdict(record) | {"from": record.options.get("from")})
+    done = store.restore(Path(name), folder, which=which)
+    if done.record is None:  # the file already holds that original: restoring again changes nothing
+        return Outcome(name, UNCHANGED, stats={"from": done.entry.archive})
+    return Outcome(name, RESTORED, stats=asdict(done.record) | {"from": done.entry.archive})
 
 
 def list_one(name: str, *, folder: Path | None) -> Outcome:
@@ -60,7 +68,10 @@ def list_one(name: str, *, folder: Path | None) -> Outcome:
     for problem in found.skipped:
         click.echo(f"warning: {problem}", err=True)
     entries = found.records
-    history = [dict(asdict(entry), index=number) for number, entry in enumerate(entries)]
+    pristine = store.pristine_index(entries)
+    history = [
+        dict(asdict(entry), index=number, pristine=number == pristine) for number, entry in enumerate(entries)
+    ]
     message = "" if entries else f"{path}: no history in {store.default_archive_dir(path, folder)}"
     return Outcome(name, LISTED, message=message, stats={"history": history})
 
@@ -77,19 +88,22 @@ def list_one(name: str, *, folder: Path | None) -> Outcome:
 @click.option(
     "--which",
     type=int,
-    default=-1,
-    show_default=True,
-    help="History entry to restore (0 = oldest, -1 = latest).",
+    default=None,
+    help="History entry to restore (0 = oldest, -1 = latest; --list shows them). Default: the latest "
+    "original, restores' own archives skipped, so restoring twice is restoring once.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No per-file lines and no summary line.")
-@format_options()
+@format_options(COMMAND_FORMATS["restore"], dialect=False)
 def restore(paths, archive_dir, list_only, which, quiet, output_format):
     """Put back the archived original of each PATH: a transcript, or a folder
     whose transcripts with an archive each get their latest original back.
 
-    The current file is archived first, so a restore can itself be undone by
-    restoring again. --list shows the history (a file without one: a message,
-    exit 0).
+    The current file is archived first, so a restore can be undone with
+    --which and the restore's own entry. Restoring again changes nothing: a
+    file that already holds the original is left unchanged. --list shows the
+    history and marks the pristine original (the file before compactcli first
+    changed it); a file without history: a message, exit 0. A PATH that does
+    not exist and has no archived original is a usage error (2).
 
     \b
     Examples:
@@ -101,6 +115,7 @@ def restore(paths, archive_dir, list_only, which, quiet, output_format):
     from compactcli.run.runner import run_one  # not for --help
 
     folder = Path(archive_dir) if archive_dir else None
+    _require_paths(paths, folder)
     report = Report(
         "restore",
         RestoreFigures(listing=list_only),
@@ -133,3 +148,17 @@ def _transcripts(path: Path, archive_dir: Path | None) -> list[tuple[Path, Path 
     if not found:
         click.echo(f"{path}: no archived originals under this folder", err=True)
     return found
+
+
+def _require_paths(paths: tuple[str, ...], archive_dir: Path | None) -> None:
+    """A PATH that does not exist is a usage error, as in every command, unless an archive folder holds
+    an original of it (a deleted transcript is restored)."""
+    from compactcli.storage import store  # not for --help
+
+    for name in paths:
+        path = Path(name)
+        if not os.path.lexists(path) and not store.history(path, archive_dir):
+            raise click.BadParameter(
+                f"Path {name!r} does not exist and no archive folder holds an original of it.",
+                param_hint="'PATHS...'",
+            )

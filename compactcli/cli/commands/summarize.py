@@ -15,12 +15,13 @@ from compactcli.cli.options import (
     gather_options,
     input_options,
     keep_user_messages_option,
+    say_api_counting,
     summarizer_options,
     write_options,
 )
 from compactcli.core.constants import DEFAULT_METHOD, DEFAULT_MODEL, METHODS, STDIN, USER_MESSAGES_TOKENS
-from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, UNAVAILABLE
-from compactcli.report import CHANGED, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
+from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP, Unavailable
+from compactcli.report import CHANGED, COMMAND_FORMATS, UNCHANGED, WOULD_CHANGE, Figures, Outcome, Report
 from compactcli.run.settings import Inputs, Writes
 
 if TYPE_CHECKING:  # the rest is imported when the command runs: --help needs none of it
@@ -272,7 +273,7 @@ def _totals(outcomes: list[Outcome], preview: bool) -> str:
 
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
-@input_options(formats=("text", "json", "github"))
+@input_options(formats=COMMAND_FORMATS["summarize"])
 @write_options()
 @summarizer_options()
 @summarize_options()
@@ -293,6 +294,9 @@ def summarize(
     preview = writes.preview
     summarizer = summarizer_settings.make()
     _check_backend(summarizer, summarizer_settings.backend, use_batch or batch_id, preview, inputs.quiet)
+    redact = not summarizer_settings.no_redact
+    if options.threshold is not None:
+        say_api_counting("summarize", summarizer, method, redact, inputs.quiet)
     manifest_options = _manifest_options(options, summarizer, summarizer_settings, method)
     settings = writes.settings("summarize", manifest_options)
     file_analyze = partial(
@@ -301,7 +305,7 @@ def summarize(
         summarizer=summarizer,
         fmt=inputs.dialect,
         on_invalid=inputs.on_invalid,
-        estimator=_estimator(method) if options.threshold is not None else None,
+        estimator=_estimator(method, redact) if options.threshold is not None else None,
     )
     if writes.output is not None and writes.archive_dir is None:
         file_analyze = _naming_the_input(file_analyze)
@@ -313,7 +317,7 @@ def summarize(
         quiet=inputs.quiet,
         check=writes.check,
         preview=preview,
-        stdout_has_data=runner.stdout_carries_data(items, writes.output),
+        stdout_has_data=runner.stdout_carries_data(items, writes.output, writes.diff),
     )
     on_outcome = _reporting(report, options, inputs, writes, items)
     if (use_batch or batch_id) and not preview:
@@ -338,10 +342,10 @@ def summarize(
     raise SystemExit(report.finish())
 
 
-def _estimator(method: str):
+def _estimator(method: str, redact: bool):
     from compactcli.pipelines import context
 
-    return context.estimator(method)
+    return context.estimator(method, redact=redact)
 
 
 def _naming_the_input(analyze: Callable[..., SummaryEdit]) -> Callable[..., SummaryEdit]:
@@ -368,7 +372,6 @@ def _check_backend(summarizer, requested: str, batch: object, preview: bool, qui
         raise click.UsageError(
             "--batch needs the anthropic backend (set ANTHROPIC_API_KEY or pass --backend)"
         )
-    from compactcli.core.errors import Unavailable
 
     ready = getattr(summarizer, "ready", None)
     if ready is not None and not preview:
@@ -376,8 +379,7 @@ def _check_backend(summarizer, requested: str, batch: object, preview: bool, qui
             ready()
         except Unavailable as err:
             # One error before any file is touched, not the same one for every file.
-            click.echo(f"error: {err}; no file was changed", err=True)
-            raise SystemExit(UNAVAILABLE) from None
+            raise Unavailable(f"{err}; no file was changed") from None
     if not quiet and not preview:
         click.echo(f"summarize: backend {_backend_line(requested, summarizer)}", err=True)
 
@@ -412,12 +414,20 @@ def _reporting(
     from compactcli.pipelines.verify import verifying
 
     return verifying(
-        report.done,
+        partial(_telling_refusals, report.done),
         output=writes.output,
         min_retention=options.min_retention,
         fmt=inputs.dialect,
         on_invalid=inputs.on_invalid,
     )
+
+
+def _telling_refusals(done: Callable[[Outcome], None], outcome: Outcome) -> None:
+    """`done`, and on stderr why a file below --min-retention was left as it was (told as an error is,
+    -q or not: it fails the run)."""
+    done(outcome)
+    if outcome.status == UNCHANGED and outcome.exit_code == CHECK_FAILED and outcome.message:
+        click.echo(outcome.message, err=True)
 
 
 def _backend_line(requested: str, summarizer) -> str:

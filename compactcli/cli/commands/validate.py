@@ -13,7 +13,7 @@ from compactcli.cli.options import cache_option, input_options
 from compactcli.core.errors import CHECK_FAILED, EXIT_CODES_HELP
 from compactcli.layers.validate import RULES, Validator
 from compactcli.pipelines.transcript import ConversationLines, dialect_for, open_input
-from compactcli.report import BUSY, FAILED, TEXT, Figures, Outcome, Report, annotation
+from compactcli.report import BUSY, COMMAND_FORMATS, FAILED, TEXT, Figures, Outcome, Report, annotation
 from compactcli.run.settings import Inputs
 
 VALID, INVALID = "valid", "invalid"
@@ -89,7 +89,10 @@ _RULES_HELP = "\n".join(
 
 HELP = f"""Check that transcripts are still valid Messages API conversations.
 
-PATHS are files, folders (searched for --glob) or '-' for stdin. Nothing is changed. Each violation
+PATHS are files, folders (searched for --glob) or '-' for stdin; none: the session folders of
+the agents found here (~/.claude/projects, $CODEX_HOME/sessions, ~/.pi/agent/sessions), named
+on stderr. Nothing is changed.
+Each violation
 is printed on stdout as `path:line: rule: message` (--format github: as GitHub annotations; --json:
 one object per file instead); the summary goes to stderr.
 
@@ -122,7 +125,7 @@ Examples:
 
 
 @click.command(help=HELP, epilog=EXIT_CODES_HELP)
-@input_options(formats=("text", "json", "github"))
+@input_options(formats=COMMAND_FORMATS["validate"], agents_folders=True)
 @cache_option()
 def validate(inputs: Inputs, no_cache: bool):
     from compactcli.run import runner  # runner and cache: not for --help

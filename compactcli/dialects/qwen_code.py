@@ -1,0 +1,396 @@
+"""Qwen Code sessions: `~/.qwen/projects/<cwd slug>/chats/<id>.jsonl` (docs/design.md, "Qwen Code sessions").
+
+Every line is a record `{uuid, parentUuid, sessionId, timestamp, type, cwd, version, ...}`; `user`,
+`assistant` and `tool_result` records carry the model's Content (`message: {role, parts}`, Gemini's shape),
+`system` records a `subtype` and a `systemPayload` (slash commands, UI telemetry, titles, compressions).
+Qwen Code resumes a session along the parentUuid chain from the file's last record (records sharing a uuid
+are one record, their parts joined), and a `chat_compression` record on that chain replaces the history
+before it with its `compressedHistory`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+
+from compactcli.dialects import gemini_parts as parts_of
+from compactcli.dialects.base import (
+    BLOCKS,
+    BOUNDARY,
+    MAIN,
+    NO,
+    NOTHING_SCANNED,
+    PROVES,
+    Dialect,
+    FileAccess,
+    Image,
+    Scan,
+    ToolResult,
+    ToolUse,
+    named_file_access,
+)
+from compactcli.dialects.foreign import is_qwen_record
+
+RECORD_TYPES = frozenset({"user", "assistant", "tool_result", "system"})
+MESSAGE_TYPES = frozenset({"user", "assistant", "tool_result"})
+COMPRESSION = "chat_compression"
+# What Qwen Code's model answers to the summary in the history it compresses to (chatCompressionService).
+ACKNOWLEDGEMENT = "Got it. Thanks for the additional context!"
+# Its bridge when the kept part starts with the model's turn (a call whose answer is kept).
+CONTINUATION = "Continue with the prior task using the context above."
+# Fields copied from the last record onto a compression record, in Qwen Code's order (createBaseRecord).
+IDENTITY = ("sessionId", "timestamp", "type", "cwd", "version", "gitBranch")
+
+
+def is_compression(record: dict) -> bool:
+    return record.get("type") == "system" and record.get("subtype") == COMPRESSION
+
+
+def compressed_history(record: dict) -> list[dict] | None:
+    """The Contents a chat_compression record puts in place of the history before it, else None
+    (Qwen Code skips a compression record without one)."""
+    if not is_compression(record):
+        return None
+    payload = record.get("systemPayload")
+    history = payload.get("compressedHistory") if isinstance(payload, dict) else None
+    if not isinstance(history, list) or not history:
+        return None
+    return [content for content in history if isinstance(content, dict)]
+
+
+def as_record(content: dict) -> dict:
+    """A Content of a compressedHistory as the record that would carry it."""
+    if content.get("role") == "model":
+        kind = "assistant"
+    else:
+        parts = content.get("parts")
+        answers = isinstance(parts, list) and any(
+            isinstance(p, dict) and "functionResponse" in p for p in parts
+        )
+        kind = "tool_result" if answers else "user"
+    return {"type": kind, "message": content}
+
+
+def last_usage(record: dict) -> dict | None:
+    """The usage of the model call an assistant record ends (usageMetadata), Anthropic-shaped: the prompt
+    (its cached part apart) and what the model wrote (totalTokenCount less the prompt, as Qwen Code counts
+    the context it resumes with)."""
+    if record.get("type") != "assistant":
+        return None
+    usage = record.get("usageMetadata")
+    if not isinstance(usage, dict):
+        return None
+    prompt = usage.get("promptTokenCount")
+    if not isinstance(prompt, int) or isinstance(prompt, bool) or prompt <= 0:
+        return None
+    cached = usage.get("cachedContentTokenCount")
+    cached = cached if isinstance(cached, int) and 0 <= cached <= prompt else 0
+    total = usage.get("totalTokenCount")
+    if isinstance(total, int) and total >= prompt:
+        output = total - prompt
+    else:
+        candidates = usage.get("candidatesTokenCount")
+        output = candidates if isinstance(candidates, int) and candidates >= 0 else 0
+    return {
+        "input_tokens": prompt - cached,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": cached,
+        "output_tokens": output,
+    }
+
+
+class QwenChain:
+    """The records Qwen Code resumes with, in its order (SessionService.reconstructHistory): from the
+    file's last record with a uuid up the parentUuid links (the first record of a uuid names the parent),
+    then every record of each uuid on that path, in file order. Records off the path (a rewound branch)
+    and records without a uuid are no part of the conversation."""
+
+    def __init__(self, dialect: QwenCodeDialect) -> None:
+        self._dialect = dialect
+        self._places: dict[str, list[tuple[int, int]]] = {}  # uuid -> (line, offset) of its records
+        self._parent: dict[str, str | None] = {}  # uuid -> parent its first record names
+        self._last: str | None = None
+        self._count = 0
+        self._ordered: tuple[int, list[tuple[int, int]]] | None = None  # (records added, order) once asked
+
+    def add(self, line: int, offset: int, record: dict) -> str:
+        uuid = record.get("uuid")
+        if isinstance(uuid, str) and uuid:
+            places = self._places.get(uuid)
+            if places is None:
+                places = self._places[uuid] = []
+                parent = record.get("parentUuid")
+                self._parent[uuid] = parent if isinstance(parent, str) and parent else None
+            places.append((line, offset))
+            self._last = uuid
+            self._count += 1
+        return MAIN
+
+    def add_scan(self, line: int, offset: int, record: dict) -> tuple[str, Scan]:
+        key = self.add(line, offset, record)
+        if record.get("type") not in MESSAGE_TYPES and not is_compression(record):
+            return key, NOTHING_SCANNED
+        return key, self._dialect.scan(record)
+
+    def _path(self) -> list[str]:
+        path: list[str] = []
+        seen: set[str] = set()
+        uuid = self._last
+        while uuid is not None and uuid not in seen and uuid in self._places:
+            seen.add(uuid)
+            path.append(uuid)
+            uuid = self._parent[uuid]
+        return path[::-1]
+
+    def order(self) -> list[tuple[int, int]]:
+        if self._ordered is None or self._ordered[0] != self._count:
+            out: list[tuple[int, int]] = []
+            for uuid in self._path():
+                out.extend(self._places[uuid])
+            self._ordered = (self._count, out)
+        return self._ordered[1]
+
+    def in_file_order(self) -> bool:
+        ordered = self.order()
+        return len(ordered) == self._count and all(a < b for a, b in zip(ordered, ordered[1:], strict=False))
+
+
+class ContentView:
+    """What the model is sent of each message: its Content as an Anthropic-shaped message (normalize).
+    Given as a view so that what counts the raw records (calibrate) reads roles and parts as sent."""
+
+    def __init__(self, dialect: QwenCodeDialect) -> None:
+        self._dialect = dialect
+
+    def add(self, record: dict) -> None:
+        pass
+
+    def normalize(self, record: dict) -> dict | None:
+        return self._dialect.normalize(record)
+
+
+class QwenCodeDialect(Dialect):
+    name = "qwen-code"
+    title = "a Qwen Code session"
+    one_message_per_line = False  # system records (telemetry, titles, snapshots) pass through
+    results_first = False  # Qwen Code sends a turn's answers as tool messages before its other parts
+    # What every call sends that the file does not hold: Qwen Code 0.15.10's system prompt, its 15 tool
+    # definitions and the environment context, as bytes / 4 of the request the agent tier saw.
+    default_overhead = 19_400
+
+    def fit(self, record: dict) -> int:
+        kind = record.get("type")
+        if kind not in RECORD_TYPES or not isinstance(record.get("uuid"), str) or "sessionId" not in record:
+            return NO
+        return PROVES if is_qwen_record(record) else NO
+
+    def message(self, record: dict) -> dict | None:
+        message = record.get("message")
+        if record.get("type") in MESSAGE_TYPES and isinstance(message, dict):
+            return message
+        return None
+
+    def new_view(self, *, remember: bool = False) -> ContentView:
+        return ContentView(self)
+
+    def new_order(self) -> QwenChain:
+        return QwenChain(self)
+
+    def compaction(self, record: dict) -> str | None:
+        return BOUNDARY if compressed_history(record) is not None else None
+
+    def restarted_with(self, record: dict) -> list[dict]:
+        history = compressed_history(record)
+        return [as_record(content) for content in history] if history is not None else []
+
+    def usage(self, record: dict) -> dict | None:
+        return last_usage(record)
+
+    def call_id(self, record: dict) -> object:
+        """Records sharing a uuid are one record to Qwen Code (their parts joined): one call."""
+        return record.get("uuid") if record.get("type") == "assistant" else None
+
+    def is_user_words(self, record: dict) -> bool:
+        """A prompt a cron job or a background agent's notification put in the user's turn: not theirs."""
+        return record.get("subtype") not in ("cron", "notification")
+
+    def working_folder(self, record: dict) -> str | None:
+        folder = record.get("cwd")
+        return folder if isinstance(folder, str) and folder else None
+
+    def link(self, record: dict) -> tuple[str | None, str | None]:
+        uuid, parent = record.get("uuid"), record.get("parentUuid")
+        return (uuid if isinstance(uuid, str) else None, parent if isinstance(parent, str) else None)
+
+    def set_parent(self, record: dict, parent: str | None) -> None:
+        record["parentUuid"] = parent
+
+    def normalize(self, record: dict) -> dict | None:
+        message = self.message(record)
+        return parts_of.content_message(message) if message is not None else None
+
+    def scan(self, record: dict) -> tuple[list[ToolUse], list[ToolResult]]:
+        """One walk over the parts (micro asks it of every record); slots as `_part_places` numbers them."""
+        uses: list[ToolUse] = []
+        results: list[ToolResult] = []
+        slot = 0
+        for content in _contents(record):
+            parts = content.get("parts")
+            if type(parts) is not list:
+                continue
+            for part in parts:
+                if type(part) is not dict:
+                    continue
+                if "functionCall" in part:
+                    call = part["functionCall"]
+                    if type(call) is dict and parts_of.given_id(call):
+                        uses.append(ToolUse(call["id"], parts_of.name_of(call)))
+                elif "functionResponse" in part:
+                    answer = part["functionResponse"]
+                    if type(answer) is dict:
+                        content_seen = parts_of.response_content(answer)
+                        results.append(ToolResult(parts_of.given_id(answer), slot, content_seen))
+                slot += 1
+        return uses, results
+
+    def tool_uses(self, record: dict) -> Iterator[ToolUse]:
+        return iter(self.scan(record)[0])
+
+    def tool_results(self, record: dict) -> list[ToolResult]:
+        return self.scan(record)[1]
+
+    def set_result_content(self, record: dict, slot: int, content: object) -> None:
+        """The functionResponse's output becomes `content` (`{"output": ...}`, as Qwen Code's tools answer),
+        and the UI's copy of it on the same record (`toolCallResult`) is cleared with it."""
+        parts, index = _part_places(record)[slot]
+        response = parts[index]["functionResponse"]
+        text = content if isinstance(content, str) else str(content)
+        parts_of.clear_response(response, text)
+        copy = record.get("toolCallResult")
+        if isinstance(copy, dict) and copy.get("callId") == response.get("id"):
+            if "resultDisplay" in copy:
+                copy["resultDisplay"] = text
+            if isinstance(copy.get("responseParts"), list):  # older versions keep the parts sent as well
+                copy["responseParts"] = [{"functionResponse": dict(response)}]
+
+    # -- micro's strategies (docs/design.md, "Micro strategies") --
+
+    def file_accesses(self, record: dict) -> list[FileAccess]:
+        found: list[FileAccess] = []
+        for parts, index in _part_places(record):
+            call = parts[index].get("functionCall")
+            if isinstance(call, dict) and parts_of.given_id(call):
+                access = named_file_access(call["id"], parts_of.name_of(call), call.get("args"))
+                if access is not None:
+                    found.append(access)
+        return found
+
+    def failed_calls(self, record: dict) -> list[str]:
+        """Calls answered with `{"error": ...}` (Qwen Code's answer when a tool fails or refuses)."""
+        failed: list[str] = []
+        for parts, index in _part_places(record):
+            response = parts[index].get("functionResponse")
+            body = response.get("response") if isinstance(response, dict) else None
+            if isinstance(body, dict) and "error" in body and parts_of.given_id(response):
+                failed.append(response["id"])
+        return failed
+
+    def images(self, record: dict) -> list[Image]:
+        message = self.message(record)
+        return parts_of.images(message.get("parts") or []) if message is not None else []
+
+    def replace_images(self, record: dict, which: frozenset[int]) -> None:
+        message = self.message(record)
+        if message is not None and isinstance(message.get("parts"), list):
+            parts_of.replace_images(message["parts"], which)
+
+    def thinking(self, record: dict) -> str | None:
+        """Thought parts of a model turn: removed from the record (never the record itself, whose
+        uuid holds the chain together; a turn left without parts is one Qwen Code skips when it sends)."""
+        message = self.message(record)
+        if record.get("type") != "assistant" or message is None:
+            return None
+        parts = message.get("parts")
+        if isinstance(parts, list) and any(isinstance(p, dict) and p.get("thought") is True for p in parts):
+            return BLOCKS
+        return None
+
+    def drop_thinking(self, record: dict) -> None:
+        message = record["message"]
+        message["parts"] = [
+            p for p in message["parts"] if not (isinstance(p, dict) and p.get("thought") is True)
+        ]
+
+    drops_thinking_says = "drop the thought parts of an earlier turn (--drop-thinking)"
+
+    def stays_on_top(self, record: dict) -> bool:
+        return (
+            record.get("type") == "system" and record.get("subtype") == "custom_title"
+        )  # the session's name
+
+    def summary_records(
+        self,
+        text: str,
+        *,
+        context_records: list[dict],
+        pre_tokens: int | None = None,
+        now: datetime | None = None,
+        new_uuid: Callable[[], str] | None = None,
+    ) -> list[dict]:
+        """What Qwen Code writes when it compresses the chat (`recordChatCompression`): a `system` record,
+        subtype `chat_compression`, whose `compressedHistory` is the summary as the user's Content and the
+        model's acknowledgement; its identity is the last of `context_records` that has one, its
+        parentUuid null (the records before it are summarized: the kept ones are relinked to it)."""
+        import uuid  # only here: a compaction is written
+
+        make_uuid = new_uuid or (lambda: str(uuid.uuid4()))
+        source = next((r for r in reversed(context_records) if "sessionId" in r), {})
+        identity = {key: source[key] for key in IDENTITY if key in source}
+        history = [
+            {"role": "user", "parts": [{"text": text}]},
+            {"role": "model", "parts": [{"text": ACKNOWLEDGEMENT}]},
+        ]
+        info = {
+            "originalTokenCount": pre_tokens or 0,
+            "newTokenCount": len(text.encode()) // 4,
+            "compressionStatus": 1,  # COMPRESSED
+        }
+        record = {
+            "uuid": make_uuid(),
+            "parentUuid": None,
+            **identity,
+            "timestamp": _iso_millis(now or datetime.now(UTC)),
+            "type": "system",
+            "subtype": COMPRESSION,
+            "systemPayload": {"info": info, "compressedHistory": history},
+        }
+        return [record]
+
+
+def _contents(record: dict) -> list[dict] | tuple[dict, ...]:
+    """The Contents a record holds: its message, or a compression's history."""
+    if record.get("type") in MESSAGE_TYPES:
+        message = record.get("message")
+        return (message,) if type(message) is dict else ()
+    if record.get("type") == "system" and record.get("subtype") == COMPRESSION:
+        return compressed_history(record) or ()
+    return ()
+
+
+def _part_places(record: dict) -> list[tuple[list, int]]:
+    """(parts, index) of each part a record holds, in order: its message's, or a compression's history's
+    (the Contents one after another). A part's place in this list is its result slot."""
+    contents = _contents(record)
+    places: list[tuple[list, int]] = []
+    for content in contents:
+        parts = content.get("parts")
+        if isinstance(parts, list):
+            places.extend((parts, index) for index, part in enumerate(parts) if isinstance(part, dict))
+    return places
+
+
+QWEN_CODE = QwenCodeDialect()
+
+
+def _iso_millis(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

@@ -1,0 +1,216 @@
+"""GitHub Copilot CLI itself resumes the sessions compactcli compacted (the agent tier).
+
+The session is written by the real Copilot CLI in its bring-your-own-key mode, offline, against the fake
+Messages API on 127.0.0.1 (tests/helpers/fakeapi.py; Copilot calls `<base URL>/v1/messages`): it runs a
+scripted task (a `view` of a file and shell commands) and writes
+$COPILOT_HOME/session-state/<id>/events.jsonl. Each test compacts that file with the installed compactcli,
+resumes the session with `copilot --resume=ID -p ...`, and checks what Copilot then sends the model. The
+fake refuses a conversation whose tool_use and tool_result blocks are not paired, with the real API's 400.
+
+Skips unless Copilot is installed (tests/helpers/agents.py says where it is looked for). Its native
+package unpacks itself into $XDG_CACHE_HOME on first run; the tier keeps that beside the npm prefix, so
+private homes do not unpack it again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.agents import PREFIX, agent_env, require_agent, run_agent
+from helpers.cli import run_cli
+from helpers.fakeapi import FakeAnthropic
+
+TASK = "Check the build: read my notes, count the inputs, show the build log, then the status."
+FOLLOW_UP = "What should we look at next?"
+RESUMED_REPLY = "Resumed and read the history."
+FINAL_REPLY = "The build is green; the notes mention the parser."
+MODEL = "claude-sonnet-4.5"
+
+# The task as the model plays it: one tool call per response, then a closing text.
+STEPS = [
+    ("toolu_01notes", "view", {"path": "NOTES.md"}),
+    ("toolu_02count", "bash", {"command": "seq 1 120", "description": "Count the inputs"}),
+    ("toolu_03log", "bash", {"command": "printf 'build step %s ok\\n' $(seq 1 40)", "description": "Log"}),
+    ("toolu_04status", "bash", {"command": "echo build green", "description": "Status"}),
+]
+# What each call really returned: text only the original results hold.
+ORIGINAL = {
+    "toolu_01notes": "note 29: the parser drops trailing commas",
+    "toolu_02count": "\n117\n118\n119\n120",
+    "toolu_03log": "build step 37 ok",
+    "toolu_04status": "build green",
+}
+CLEARED_BY_MICRO = ["toolu_02count", "toolu_03log"]  # --keep 1; the view of NOTES.md is preserved
+
+
+@pytest.fixture(scope="module")
+def copilot() -> Path:
+    return require_agent("copilot", "COMPACTCLI_COPILOT", "@github/copilot")
+
+
+def _env(home: Path, api: FakeAnthropic) -> dict[str, str]:
+    return agent_env(
+        home,
+        COPILOT_HOME=str(home / ".copilot"),
+        COPILOT_OFFLINE="true",
+        COPILOT_PROVIDER_TYPE="anthropic",
+        COPILOT_PROVIDER_BASE_URL=api.url,
+        COPILOT_PROVIDER_API_KEY=api.api_key,
+        COPILOT_MODEL=MODEL,
+        XDG_CACHE_HOME=str(PREFIX.parent / "copilot-unpacked"),
+    )
+
+
+def _play_steps(body: dict[str, Any]) -> list[dict[str, Any]]:
+    done = sum(
+        1
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_use"
+    )
+    if done >= len(STEPS):
+        return [{"type": "text", "text": FINAL_REPLY}]
+    call_id, name, arguments = STEPS[done]
+    return [{"type": "tool_use", "id": call_id, "name": name, "input": dict(arguments)}]
+
+
+@pytest.fixture
+def session(copilot: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(home, project, events.jsonl): Copilot's own session of the scripted task, written for this test."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    notes = project / "NOTES.md"
+    notes.write_text("".join(f"note {i}: the parser drops trailing commas\n" for i in range(30)))
+
+    def reply(body: dict[str, Any]) -> list[dict[str, Any]]:
+        blocks = _play_steps(body)
+        if blocks[0].get("name") == "view":  # Copilot's view takes an absolute path
+            blocks[0]["input"] = {"path": str(notes)}
+        return blocks
+
+    with FakeAnthropic() as api:
+        api.reply_blocks = reply
+        done = run_agent([copilot, "-p", TASK, "-s", "--allow-all-tools"], cwd=project, env=_env(home, api))
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert [r.status for r in api.calls("messages")] == [200] * (len(STEPS) + 1)
+    (events,) = (home / ".copilot" / "session-state").glob("*/events.jsonl")
+    return home, project, events
+
+
+def _resume(copilot: Path, home: Path, project: Path, events: Path) -> dict[str, Any]:
+    """Resume the session with a new prompt; the body of the first request Copilot sends."""
+    with FakeAnthropic() as api:
+        api.reply_blocks = lambda body: [{"type": "text", "text": RESUMED_REPLY}]
+        argv = [copilot, f"--resume={events.parent.name}", "-p", FOLLOW_UP, "-s", "--allow-all-tools"]
+        run = run_agent(argv, cwd=project, env=_env(home, api))
+        calls = api.calls("messages")
+    assert calls, f"Copilot sent nothing: {run.stderr}{run.stdout}"
+    rejected = [c for c in calls if c.status != 200]
+    assert not rejected, f"the API refused what Copilot sent: {rejected[0].status} {run.stderr}"
+    assert run.returncode == 0, run.stderr + run.stdout
+    assert RESUMED_REPLY in run.stdout
+    return calls[0].body
+
+
+def _blocks(body: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [
+        block
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == kind
+    ]
+
+
+def _results(body: dict[str, Any]) -> dict[str, str]:
+    return {block["tool_use_id"]: block["content"] for block in _blocks(body, "tool_result")}
+
+
+def _user_texts(body: dict[str, Any]) -> list[str]:
+    texts = []
+    for message in body["messages"]:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            texts.append(content)
+        else:
+            texts += [block["text"] for block in content if block.get("type") == "text"]
+    return texts
+
+
+def test_uncompacted_session_resumes_with_every_original_result(copilot, session):
+    home, project, events = session
+    body = _resume(copilot, home, project, events)
+    assert [block["id"] for block in _blocks(body, "tool_use")] == [step[0] for step in STEPS]
+    results = _results(body)
+    for call_id, text in ORIGINAL.items():
+        assert text in results[call_id], call_id
+    assert _user_texts(body)[-1].endswith(FOLLOW_UP)
+
+
+def test_micro_compacted_session_resumes_with_placeholders(copilot, session):
+    home, project, events = session
+    done = run_cli("micro", "--keep", "1", events, text=True)
+    assert done.returncode == 0, done.stderr
+    body = _resume(copilot, home, project, events)
+    results = _results(body)
+    assert [block["id"] for block in _blocks(body, "tool_use")] == [step[0] for step in STEPS]
+    for call_id in CLEARED_BY_MICRO:
+        assert results[call_id] == "[Previous: used bash]"
+    assert ORIGINAL["toolu_01notes"] in results["toolu_01notes"]  # Copilot's read tool is preserved
+    assert ORIGINAL["toolu_04status"] in results["toolu_04status"]  # the last result is kept
+    sent = json.dumps(body)
+    for call_id in CLEARED_BY_MICRO:
+        assert json.dumps(ORIGINAL[call_id])[1:-1] not in sent, f"{call_id}'s output was still sent"
+    assert _user_texts(body)[-1].endswith(FOLLOW_UP)
+
+
+def test_micro_leaves_no_copy_of_a_cleared_result_in_the_events(session):
+    """Copilot keeps a result's UI copy (detailedContent) beside what the model is sent; micro empties it."""
+    _, _, events = session
+    assert ORIGINAL["toolu_03log"] in events.read_text()
+    done = run_cli("micro", "--keep", "1", events, text=True)
+    assert done.returncode == 0, done.stderr
+    text = events.read_text()
+    for call_id in CLEARED_BY_MICRO:
+        assert json.dumps(ORIGINAL[call_id])[1:-1] not in text, call_id
+
+
+def test_summary_that_keeps_the_last_messages_keeps_their_pairs(copilot, session):
+    """--keep-last 3 keeps the last call, its result and the closing text after the summary."""
+    home, project, events = session
+    done = run_cli("summarize", "--backend", "digest", "--keep-last", "3", events, text=True)
+    assert done.returncode == 0, done.stderr
+    body = _resume(copilot, home, project, events)
+    assert [block["id"] for block in _blocks(body, "tool_use")] == ["toolu_04status"]
+    assert ORIGINAL["toolu_04status"] in _results(body)["toolu_04status"]
+    assert any(
+        t.startswith("Some of the conversation history has been summarized") for t in _user_texts(body)
+    )
+
+
+def test_summarized_session_resumes_from_the_summary(copilot, session):
+    home, project, events = session
+    done = run_cli("summarize", "--backend", "digest", events, text=True)
+    assert done.returncode == 0, done.stderr
+    compactions = [json.loads(line) for line in events.read_text().splitlines()]
+    (complete,) = [e for e in compactions if e["type"] == "session.compaction_complete"]
+    checkpoint = events.parent / complete["data"]["checkpointPath"]
+    assert checkpoint.read_text() == complete["data"]["summaryContent"] + "\n"
+    body = _resume(copilot, home, project, events)
+    texts = _user_texts(body)
+    framed = [t for t in texts if t.startswith("Some of the conversation history has been summarized")]
+    assert len(framed) == 1
+    assert "<summary>\n[Conversation compressed. Transcript: " in framed[0]
+    assert TASK in framed[0]  # the digest names the task
+    assert _blocks(body, "tool_use") == [] and _results(body) == {}  # everything before it is gone
+    sent = json.dumps(body)
+    for call_id in ("toolu_01notes", *CLEARED_BY_MICRO):  # "build green" is in a command the digest lists
+        assert json.dumps(ORIGINAL[call_id])[1:-1] not in sent, call_id
+    assert texts[-1].endswith(FOLLOW_UP)

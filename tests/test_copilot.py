@@ -1,0 +1,140 @@
+"""The copilot dialect on the bundled sample (samples/copilot/events.jsonl) and on small event files: what the
+model is sent, the active context after Copilot's compaction, micro's clearing, summarize's compaction and
+checkpoint (docs/design.md, "Copilot CLI sessions")."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from helpers.cli import run_cli
+from helpers.invariants import assert_only_results_cleared, is_default_placeholder
+
+from compactcli import dialects
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "copilot" / "events.jsonl"
+COPILOT = dialects.get("copilot")
+
+
+def events(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def event(kind: str, **data: object) -> dict:
+    return {
+        "type": kind,
+        "data": data,
+        "id": f"e-{kind}",
+        "timestamp": "2026-11-30T10:00:00.000Z",
+        "parentId": None,
+    }
+
+
+def test_the_model_is_sent_the_transformed_user_text_tool_requests_and_results():
+    user = event(
+        "user.message",
+        content="Fix it.",
+        transformedContent="<current_datetime>x</current_datetime>\n\nFix it.",
+    )
+    assert COPILOT.normalize(user) == {
+        "role": "user",
+        "content": [{"type": "text", "text": user["data"]["transformedContent"]}],
+    }
+    assert COPILOT.normalize(event("user.message", content="Only words.")) == {
+        "role": "user",
+        "content": [{"type": "text", "text": "Only words."}],
+    }
+    asked = event(
+        "assistant.message",
+        content="",
+        toolRequests=[{"toolCallId": "c1", "name": "view", "arguments": {"path": "/a"}, "type": "function"}],
+    )
+    assert COPILOT.normalize(asked) == {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "c1", "name": "view", "input": {"path": "/a"}}],
+    }
+    failed = event(
+        "tool.execution_complete", toolCallId="c1", success=False, error={"message": "no such file"}
+    )
+    assert COPILOT.normalize(failed)["content"] == [
+        {"type": "tool_result", "tool_use_id": "c1", "content": "no such file", "is_error": True}
+    ]
+    assert COPILOT.failed_calls(failed) == ["c1"]
+    # A nudge Copilot sends in the user's turn is not the user's words.
+    assert not COPILOT.is_user_words(
+        event("user.message", content="", transformedContent="Mark the task done.")
+    )
+    assert COPILOT.is_user_words(user)
+
+
+def test_a_sub_agents_events_are_a_conversation_of_their_own():
+    own = event("tool.execution_complete", toolCallId="c9", parentToolCallId="c2", result={"content": "x"})
+    assert COPILOT.is_side(own) and COPILOT.new_tracker().key(own) == "c2"
+    assert not COPILOT.is_side(event("tool.execution_complete", toolCallId="c2", result={"content": "x"}))
+
+
+def test_estimate_counts_from_copilots_compaction_and_reads_recorded_usage():
+    done = run_cli("estimate", "--method", "usage", "--json", SAMPLE, text=True)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout)["stats"]
+    records = events(SAMPLE)
+    compaction = next(n for n, r in enumerate(records, 1) if r["type"] == "session.compaction_complete")
+    assert stats["active_from"] == compaction
+    last = [r["data"]["usage"] for r in records if r["type"] == "session.usage_record"][-1]
+    assert stats["tokens"] == last["inputTokens"] + last["outputTokens"]
+    # The summary, the two calls and their results after it, the closing text.
+    assert (stats["messages"], stats["tool_results"]) == (6, 2)
+
+
+def test_micro_clears_results_and_their_ui_copies_keeps_view_and_is_idempotent(tmp_path):
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(SAMPLE, path)
+    before = path.read_bytes()
+    done = run_cli("micro", "--keep", "1", "--json", path, text=True)
+    assert done.returncode == 0, done.stderr
+    after = path.read_bytes()
+    cleared = assert_only_results_cleared("copilot", before, after, is_default_placeholder)
+    assert cleared == json.loads(done.stdout)["stats"]["cleared"] > 0
+    results = {
+        r["data"]["toolCallId"]: r["data"] for r in events(path) if r["type"] == "tool.execution_complete"
+    }
+    requests = {
+        q["toolCallId"]: q["name"]
+        for r in events(path)
+        if r["type"] == "assistant.message"
+        for q in r["data"]["toolRequests"]
+    }
+    for call, data in results.items():
+        content = data.get("result", {}).get("content")
+        if requests[call] == "view":
+            assert not is_default_placeholder(content), "Copilot's read tool is preserved"
+        elif is_default_placeholder(content):
+            assert data["result"].get("detailedContent", "") == "", "the UI's copy goes with the result"
+    again = run_cli("micro", "--keep", "1", path, text=True)
+    assert again.returncode == 0 and path.read_bytes() == after
+
+
+def test_summarize_appends_copilots_compaction_and_writes_its_checkpoint(tmp_path):
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(SAMPLE, path)
+    for number, keep in ((2, 3), (3, 1)):  # the sample holds Copilot's checkpoint 1: the next numbers
+        done = run_cli("summarize", "--backend", "digest", "--keep-last", keep, path, text=True)
+        assert done.returncode == 0, done.stderr
+        records = events(path)
+        assert records[0]["type"] == "session.start"
+        start, complete = records[1], records[2]
+        assert (start["type"], complete["type"]) == (
+            "session.compaction_start",
+            "session.compaction_complete",
+        )
+        assert complete["parentId"] == start["id"] and complete["data"]["success"] is True
+        assert complete["data"]["checkpointNumber"] == number
+        summary = complete["data"]["summaryContent"]
+        assert summary.startswith("[Conversation compressed. Transcript: ")
+        assert "Offline digest of 3 messages" in summary  # the summary, its last call and result
+        checkpoint = tmp_path / complete["data"]["checkpointPath"]
+        assert checkpoint.parent == tmp_path / "checkpoints"
+        assert checkpoint.read_text() == summary + "\n"
+        assert [r["type"] for r in records[-2:]] == ["assistant.message", "assistant.turn_end"]
+        assert run_cli("validate", path, text=True).returncode == 0

@@ -1,0 +1,209 @@
+"""Gemini CLI sessions (docs/design.md, "Gemini CLI sessions"): detection, the history as Gemini CLI loads
+it, micro in every version of a record, summarize's checkpoint, through the installed CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers.cli import run_cli
+
+from compactcli import dialects
+from compactcli.dialects.gemini_cli import GEMINI_CLI, UpsertOrder
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "samples" / "gemini-cli" / "session.jsonl"
+HEADER = {"sessionId": "s-1", "projectHash": "ab12", "startTime": "t", "lastUpdated": "t", "kind": "main"}
+BIG = "x" * 2000
+
+
+def user(mid: str, text: str) -> dict:
+    return {"id": mid, "timestamp": "t", "type": "user", "content": [{"text": text}]}
+
+
+def gemini(mid: str, text: str = "", calls: list[dict] | None = None) -> dict:
+    record = {"id": mid, "timestamp": "t", "type": "gemini", "content": text, "thoughts": []}
+    if calls is not None:
+        record["toolCalls"] = calls
+    return record
+
+
+def call(cid: str, name: str = "run_shell_command", output: str | None = BIG) -> dict:
+    entry = {"id": cid, "name": name, "args": {"command": "ls"}, "status": "success", "timestamp": "t"}
+    if output is not None:
+        entry["result"] = [{"functionResponse": {"id": cid, "name": name, "response": {"output": output}}}]
+        entry["resultDisplay"] = output
+    return entry
+
+
+def write(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def order_of(records: list[dict], micro: bool = False) -> list[int]:
+    order = UpsertOrder()
+    for number, record in enumerate(records, 1):
+        (order.add_scan if micro else order.add)(number, 0, record)
+    return [line for line, _ in order.order()]
+
+
+def test_the_header_and_patches_prove_the_dialect():
+    assert dialects.get("gemini-cli") is GEMINI_CLI
+    assert GEMINI_CLI.fit(HEADER) == 2
+    assert GEMINI_CLI.fit({"$set": {"lastUpdated": "t"}}) == 2
+    assert GEMINI_CLI.fit(gemini("a")) == 2
+    assert GEMINI_CLI.fit(user("a", "hi")) == 1
+    assert GEMINI_CLI.fit({"role": "user", "content": "hi"}) == 0
+
+
+def test_the_sample_is_detected_and_valid():
+    run = run_cli("validate", "--json", SAMPLE, text=True)
+    assert run.returncode == 0, run.stderr
+    stats = json.loads(run.stdout)["stats"]
+    assert stats["dialect"] == "gemini-cli" and stats["violations"] == []
+    assert stats["messages"] == 12  # 2 user turns and 10 gemini records, each id once
+
+
+def test_an_older_session_document_is_refused_by_name(tmp_path):
+    path = write(tmp_path / "session-old.json", [{**HEADER, "messages": [user("a", "hi")]}])
+    run = run_cli("estimate", path, text=True)
+    assert run.returncode == 65
+    assert "an older Gemini CLI session" in run.stderr and f"{path}:1" in run.stderr
+
+
+def test_upserts_stand_where_the_id_first_stood_and_rewinds_and_checkpoints_restart():
+    records = [HEADER, user("u1", "a"), gemini("g1"), user("u2", "b"), gemini("g1", "again")]
+    assert order_of(records) == [2, 5, 4]  # g1's last version, at g1's place
+    assert order_of(records, micro=True) == [2, 3, 5, 4]  # every version, for micro
+    assert order_of([*records, {"$rewindTo": "u2"}]) == [2, 5]
+    assert order_of([*records, {"$rewindTo": "gone"}]) == []
+    checkpoint = {"$set": {"messages": [user("u9", "z")]}}
+    assert order_of([*records, checkpoint, gemini("g1", "new")]) == [6, 7]
+
+
+def test_estimate_counts_the_last_version_once(tmp_path):
+    once = write(tmp_path / "once.jsonl", [HEADER, user("u1", "a"), gemini("g1", "", [call("c1")])])
+    twice = write(
+        tmp_path / "twice.jsonl",
+        [
+            HEADER,
+            user("u1", "a"),
+            gemini("g1", ""),
+            {"$set": {"lastUpdated": "t"}},
+            gemini("g1", "", [call("c1")]),
+        ],
+    )
+    counts = []
+    for path in (once, twice):
+        run = run_cli("estimate", "--json", "--method", "heuristic", path, text=True)
+        assert run.returncode == 0, run.stderr
+        counts.append(json.loads(run.stdout)["stats"]["tokens"])
+    assert counts[0] == counts[1] > 300
+
+
+def test_micro_clears_an_output_in_every_version_and_keep_counts_calls(tmp_path):
+    first = gemini("g1", "", [call("c1"), call("c2", output=None)])  # c2 still running
+    second = gemini("g1", "", [call("c1"), call("c2")])
+    later = [gemini(f"g{n}", "", [call(f"c{n + 1}")]) for n in range(2, 5)]
+    records = [HEADER, user("u1", "go"), first, {"$set": {"lastUpdated": "t"}}, second, *later]
+    path = write(tmp_path / "s.jsonl", records)
+    before = path.read_bytes().splitlines(keepends=True)
+    run = run_cli("micro", "--json", "--keep", "3", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    after = path.read_bytes().splitlines(keepends=True)
+    parsed = [json.loads(line) for line in after]
+    outputs = {
+        (number, c["id"]): c["result"][0]["functionResponse"]["response"]["output"]
+        for number, r in enumerate(parsed)
+        for c in r.get("toolCalls", [])
+        if c.get("result")
+    }
+    placeholder = "[Previous: used run_shell_command]"
+    # c1 and c2 are the oldest of five calls; c1 is in two versions of g1, cleared in both
+    assert outputs[(2, "c1")] == outputs[(4, "c1")] == outputs[(4, "c2")] == placeholder
+    assert [outputs[(n, f"c{n - 2}")] for n in (5, 6, 7)] == [BIG] * 3
+    assert parsed[4]["toolCalls"][0]["resultDisplay"] == BIG  # the UI's rendering stays
+    assert [a == b for a, b in zip(before, after, strict=True)] == [
+        True,
+        True,
+        False,
+        True,
+        False,
+        True,
+        True,
+        True,
+    ]
+    validate = run_cli("validate", path, text=True)
+    assert validate.returncode == 0, validate.stdout
+    again = run_cli("micro", path, cwd=tmp_path)
+    assert again.returncode == 0 and path.read_bytes() == b"".join(after)
+
+
+def test_micro_keeps_read_file_by_default(tmp_path):
+    calls = [
+        gemini(f"g{n}", "", [call(f"c{n}", "read_file" if n == 0 else "run_shell_command")]) for n in range(5)
+    ]
+    path = write(tmp_path / "s.jsonl", [HEADER, user("u", "go"), *calls])
+    assert run_cli("micro", path, cwd=tmp_path).returncode == 0
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    outputs = [r["toolCalls"][0]["result"][0]["functionResponse"]["response"]["output"] for r in records[2:]]
+    assert outputs == [BIG, "[Previous: used run_shell_command]", BIG, BIG, BIG]
+
+
+def test_summarize_writes_gemini_clis_compression_checkpoint(tmp_path):
+    path = tmp_path / SAMPLE.name
+    shutil.copyfile(SAMPLE, path)
+    run = run_cli("summarize", "--backend", "digest", "--keep-last", "4", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert records[0] == json.loads(SAMPLE.read_text().splitlines()[0])  # the header stays first
+    messages = records[1]["$set"]["messages"]
+    assert [m["type"] for m in messages] == ["user", "gemini"]
+    snapshot = messages[0]["content"][0]["text"]
+    assert snapshot.startswith("<state_snapshot>\n[Conversation compressed. Transcript: ")
+    assert snapshot.endswith("</state_snapshot>")
+    assert "The tally CLI crashes on a CSV" in snapshot  # the user's words follow the digest
+    assert messages[1]["content"] == [{"text": "Got it. Thanks for the additional context!"}]
+    # the records kept after the checkpoint are the sample's own lines, byte for byte
+    kept = path.read_bytes().splitlines(keepends=True)[2:]
+    assert b"".join(kept) in SAMPLE.read_bytes()
+    assert run_cli("validate", path).returncode == 0
+    again = run_cli("summarize", "--backend", "digest", "--keep-last", "4", path, cwd=tmp_path, text=True)
+    assert again.returncode == 0 and "1 unchanged" in again.stderr
+
+
+@pytest.mark.parametrize("text", ["plain summary", "<state_snapshot>\nalready\n</state_snapshot>"])
+def test_the_summary_is_one_state_snapshot(text):
+    (record,) = GEMINI_CLI.summary_records(text, context_records=[], new_uuid=lambda: "id")
+    content = record["$set"]["messages"][0]["content"][0]["text"]
+    assert content.count("<state_snapshot>") == 1 and content.count("</state_snapshot>") == 1
+
+
+def test_the_fake_gemini_api_refuses_unanswered_calls():
+    from helpers.fakegemini import unanswered
+
+    call = {"role": "model", "parts": [{"functionCall": {"id": "a", "name": "read_file", "args": {}}}]}
+    answer = {
+        "role": "user",
+        "parts": [{"functionResponse": {"id": "a", "name": "read_file", "response": {}}}],
+    }
+    ask = {"role": "user", "parts": [{"text": "hi"}]}
+    assert unanswered([ask, call, answer, {"role": "model", "parts": [{"text": "ok"}]}]) is None
+    twice = {"role": "user", "parts": answer["parts"] * 2}
+    assert unanswered([ask, call, twice]) is None  # a response repeated, as Gemini CLI 0.61 sends it
+    assert unanswered([ask, call, answer, answer]) is not None  # a turn of responses to no call
+    assert "immediately after a user turn" in unanswered([ask, call, ask])
+    other = {
+        "role": "model",
+        "parts": [*call["parts"], {"functionCall": {"id": "c", "name": "ls", "args": {}}}],
+    }
+    assert "has a function response" in unanswered([ask, other, answer])
+    assert "immediately after a function call turn" in unanswered([ask, answer])
+    wrong = {
+        "role": "user",
+        "parts": [{"functionResponse": {"id": "b", "name": "read_file", "response": {}}}],
+    }
+    assert unanswered([ask, call, wrong]) is not None
