@@ -455,9 +455,8 @@ class Replay:
                 continue
             views = [summarizer_view(self.dialect, record) for record in carried or [entry.record]]
             views = [view for view in views if view is not None]
-            users = [view for view in views if view.get("role") == "user"]
-            if carried and users:
-                users[-1][EARLIER_SUMMARY] = True  # the summary the compaction carries (Codex writes it last)
+            if carried and views and views[-1].get("role") == "user":
+                views[-1][EARLIER_SUMMARY] = True  # the summary it carries, last (as summarize_file marks it)
             messages.extend(views)
         return messages
 

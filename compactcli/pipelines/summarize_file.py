@@ -157,15 +157,14 @@ class _Conversation:
 
 def carried_messages(dialect: Dialect, record: dict) -> list[dict]:
     """The summarizer's messages of one record: for a compaction that carries the new context itself,
-    those of that context, whose last user message (the summary, as Codex writes it) is marked
-    EARLIER_SUMMARY."""
+    those of that context; when it ends with a user message, that is the summary (Codex writes it last
+    in replacement_history, Copilot carries nothing else) and is marked EARLIER_SUMMARY. A context that
+    ends otherwise (a rewritten history) marks nothing: a user's message is never taken for a summary."""
     messages = [
         m for m in map(partial(summarizer_view, dialect), _with_history(dialect, record)) if m is not None
     ]
-    if dialect.compaction(record) == BOUNDARY:
-        users = [m for m in messages if m.get("role") == "user"]
-        if users:
-            users[-1][EARLIER_SUMMARY] = True
+    if dialect.compaction(record) == BOUNDARY and messages and messages[-1].get("role") == "user":
+        messages[-1][EARLIER_SUMMARY] = True
     return messages
 
 
