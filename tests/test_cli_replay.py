@@ -156,7 +156,14 @@ def test_threshold_and_focus_through_the_api(tmp_path: Path, fake_api) -> None:
 
     # -o: what the next call would receive; it validates and names an archive that exists.
     final = read_jsonl(out)
-    assert final == [summary_message(second, "SUMMARY-TWO"), *RECORDS[11:]]
+    # The second summary builds on the first (docs/design.md, "Summaries that build on the last one").
+    second_prompt = requests[1].body["messages"][-1]["content"]
+    assert (
+        second_prompt.startswith("<previous_summary>\n[Conversation compressed.")
+        and "SUMMARY-ONE" in second_prompt
+    )
+    depth = "\n\n(Compaction 2: this summary builds on the one before it.)"
+    assert final == [summary_message(second, "SUMMARY-TWO" + depth), *RECORDS[11:]]
     assert validate_records(dialects.ANTHROPIC, enumerate(final, 1)) == []
     assert report["final_tokens"] == seed(final)
 

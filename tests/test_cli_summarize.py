@@ -701,7 +701,9 @@ def test_claude_code_summary_record_holds_the_model_text(fake_api: FakeAnthropic
     records = [json.loads(line) for line in path.read_bytes().splitlines()]
     summary = next(r for r in records if r.get("isCompactSummary"))
     match = API_PREFIX.match(summary["message"]["content"])
-    assert match and model_part(match["summary"]) == "Claude Code summary."
+    # The sample was compacted by Claude Code once: this summary builds on that one, two deep.
+    depth = "\n\n(Compaction 2: this summary builds on the one before it.)"
+    assert match and model_part(match["summary"]) == "Claude Code summary." + depth
     assert Path(match["path"]).read_bytes() == source.read_bytes()
 
 

@@ -28,6 +28,7 @@ from compactcli.layers.summarize import (
     SYSTEM_PROMPT,
     Rendered,
     combine_prompt,
+    incremental_prompt,
     part_prompt,
     render,
     single_prompt,
@@ -174,12 +175,24 @@ class ModelSummarizer:
         Sets `redactions` like `summarize`."""
         rendered = render(messages, redact=self.redact)
         self.redactions = rendered.redactions
-        if sum(text_tokens(chunk) for chunk in rendered.chunks) > self.budget:
+        previous = rendered.previous
+        size = sum(text_tokens(chunk) for chunk in rendered.chunks) + (
+            text_tokens(previous) if previous else 0
+        )
+        if size > self.budget:
             return None
+        if previous is not None:
+            return SYSTEM_PROMPT, incremental_prompt(previous, "".join(rendered.chunks), focus)
         return SYSTEM_PROMPT, single_prompt("".join(rendered.chunks), focus)
 
     def summarize_rendered(self, rendered: Rendered, *, focus: str | None = None) -> str:
-        if sum(text_tokens(chunk) for chunk in rendered.chunks) <= self.budget:
+        previous = rendered.previous
+        size = sum(text_tokens(chunk) for chunk in rendered.chunks)
+        if previous is not None and size + text_tokens(previous) <= self.budget:
+            # Compacted before: the last summary and what followed, merged (docs/design.md,
+            # "Summaries that build on the last one").
+            return self._call(incremental_prompt(previous, "".join(rendered.chunks), focus))
+        if previous is None and size <= self.budget:
             return self._call(single_prompt("".join(rendered.chunks), focus))
         task = rendered.task
         room = self.budget - (text_tokens(task) if task else 0)
@@ -188,7 +201,8 @@ class ModelSummarizer:
             self._call(part_prompt(task, part, number, len(parts), focus))
             for number, part in enumerate(parts, 1)
         ]
-        return self._combine(task, summaries, focus)
+        # The earlier summary is the summary of what came before the first part.
+        return self._combine(task, ([previous] if previous is not None else []) + summaries, focus)
 
     def _combine(self, task: str | None, summaries: list[str], focus: str | None) -> str:
         room = self.budget - (text_tokens(task) if task else 0)

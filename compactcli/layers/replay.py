@@ -38,10 +38,15 @@ from compactcli.layers import micro
 from compactcli.layers.micro import MicroOptions
 from compactcli.layers.micro_strategies import plan_records
 from compactcli.layers.summarize import (
+    EARLIER_SUMMARY,
     SUMMARY_PREFIX,
     Summarizer,
     UserMessages,
     after_summary,
+    depth_note,
+    depth_of,
+    is_earlier_summary,
+    message_text,
     nothing_to_summarize,
     summarizer_view,
     summary_text,
@@ -106,6 +111,7 @@ class Compaction:
     focus: str | None = None
     summarized_tokens: int = 0  # the messages the summarizer was given (0: recorded in the file)
     summary_tokens: int = 0  # the summary records it wrote
+    depth: int = 1  # compactions deep: 2 and more when built on an earlier summary
 
 
 @dataclass
@@ -154,6 +160,8 @@ class ReplayResult:
             "final_tokens": self.final_tokens,
             "cleared": self.cleared,
             "conversation": self.conversation,
+            # How many compactions deep the last simulated summary is (0: none simulated).
+            "compaction_depth": max((c.depth for c in self.compactions if c.kind != RECORDED), default=0),
         }
 
 
@@ -445,10 +453,11 @@ class Replay:
             if carried and not expand:
                 messages.append({"role": "user", "content": SUMMARY_PREFIX})
                 continue
-            for record in carried or [entry.record]:
-                normalized = summarizer_view(self.dialect, record)
-                if normalized is not None:
-                    messages.append(normalized)
+            views = [summarizer_view(self.dialect, record) for record in carried or [entry.record]]
+            views = [view for view in views if view is not None]
+            if carried and views and views[-1].get("role") == "user":
+                views[-1][EARLIER_SUMMARY] = True  # the summary it carries, last (as summarize_file marks it)
+            messages.extend(views)
         return messages
 
     def _carried(self, record: dict) -> list[dict]:
@@ -464,7 +473,9 @@ class Replay:
     def _compact(self, kind: str, line: int, tokens: int, *, focus: str | None) -> None:
         # The summary first: a summarizer that fails leaves no archive behind.
         messages = self._summarized()
-        text = self.summarizer.summarize(messages, focus=focus)
+        earlier = [depth_of(message_text(m)) for m in messages if is_earlier_summary(m)]
+        depth = earlier[-1] + 1 if earlier else 1  # as summarize records it
+        text = self.summarizer.summarize(messages, focus=focus) + depth_note(depth)
         if user_messages_follow(self.dialect, self.keep_user_messages):
             kept = UserMessages(self.keep_user_messages)
             for message in messages:
@@ -488,7 +499,7 @@ class Replay:
         summarized = [entry.record for entry in self.context if not self._kept_on_top(entry)]
         self.context = kept + [Entry(record, changed=True) for record in records]
         self._compact_calls.clear()
-        compaction = Compaction(kind, line, tokens, self._tokens(), archive, focus)
+        compaction = Compaction(kind, line, tokens, self._tokens(), archive, focus, depth=depth)
         if self.costs:
             compaction.summarized_tokens = self.count(summarized)
             compaction.summary_tokens = self.count(records)

@@ -34,6 +34,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, BinaryIO
 
 import orjson
@@ -45,13 +46,18 @@ from compactcli.counting.pricing import cost_usd, price_of
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.dialects.base import USER_MESSAGES_TOKENS
 from compactcli.layers.summarize import (
+    EARLIER_SUMMARY,
     PROMPT_OVERHEAD,
     SUMMARY_PREFIX,
     Summarizer,
     UserMessages,
     after_summary,
     choose_cut,
+    depth_note,
+    depth_of,
+    is_earlier_summary,
     is_summary_message,
+    message_text,
     nothing_to_summarize,
     pin_closure,
     searchable_text,
@@ -149,6 +155,19 @@ class _Conversation:
         self.pinned.clear()
 
 
+def carried_messages(dialect: Dialect, record: dict) -> list[dict]:
+    """The summarizer's messages of one record: for a compaction that carries the new context itself,
+    those of that context; when it ends with a user message, that is the summary (Codex writes it last
+    in replacement_history, Copilot carries nothing else) and is marked EARLIER_SUMMARY. A context that
+    ends otherwise (a rewritten history) marks nothing: a user's message is never taken for a summary."""
+    messages = [
+        m for m in map(partial(summarizer_view, dialect), _with_history(dialect, record)) if m is not None
+    ]
+    if dialect.compaction(record) == BOUNDARY and messages and messages[-1].get("role") == "user":
+        messages[-1][EARLIER_SUMMARY] = True
+    return messages
+
+
 def _with_history(dialect: Dialect, record: dict) -> list[dict]:
     """A record, or for a compaction that carries the new context itself, the records of that context."""
     if dialect.compaction(record) == BOUNDARY:
@@ -195,6 +214,7 @@ class SummaryEdit:
     summary: str | None = None
     archive_path: str | None = None
     user_messages: UserMessages | None = None  # filled as summarized_messages is read
+    previous_depth: int = 0  # of the earlier summary summarized_messages met (0: none)
     # The dialect appends its compaction to the file as its agent does (Dialect.appends_compactions,
     # pi): every line stays, the new record follows the last; `kept_index`: the first kept record's
     # place among the file's records (what a version 1 pi file names it by).
@@ -235,11 +255,11 @@ class SummaryEdit:
                 continue
             source.seek(offset)
             record = parse_line(source.readline(), self.path, number, self.on_invalid).record
-            for each in _with_history(self.dialect, record) if record is not None else ():
-                normalized = summarizer_view(self.dialect, each)
-                if normalized is not None:
-                    user_messages.add(normalized)
-                    yield normalized
+            for normalized in carried_messages(self.dialect, record) if record is not None else ():
+                if is_earlier_summary(normalized):
+                    self.previous_depth = depth_of(message_text(normalized))
+                user_messages.add(normalized)
+                yield normalized
         self.user_messages = user_messages
 
     def prepare(self, source: BinaryIO) -> None:
@@ -252,7 +272,10 @@ class SummaryEdit:
             text = self.summarizer.summarize(self.summarized_messages(source), focus=self.options.focus)
         except Unavailable as err:
             raise Unavailable(f"{self.path}: {err}") from err
-        self.set_summary(text, self.summarizer.name, dict(self.summarizer.redactions))
+        # A summary built on an earlier one says how deep it is, for the next compaction to read.
+        depth = self.previous_depth + 1 if self.previous_depth else 1
+        self.stats["compaction_depth"] = depth
+        self.set_summary(text + depth_note(depth), self.summarizer.name, dict(self.summarizer.redactions))
         calls = getattr(self.summarizer, "calls", None)
         if calls is not None:
             self.stats["api_calls"] = calls

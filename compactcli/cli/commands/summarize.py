@@ -56,6 +56,11 @@ Backends (--backend):
                says which).
 With a model, transcripts over --max-input-tokens are summarized in parts,
 then combined; the task (the first user message) goes with every part.
+A transcript compacted before (by compactcli, Claude Code or Codex) is
+summarized from its last summary plus what followed; the new summary says
+how many compactions deep it is. Each file reports its requests' tokens
+(the server's usage, else the estimate) and their list price where known;
+--dry-run says what a run would send and cost.
 
 Secrets (API keys, tokens, private keys, passwords in URLs, ...) become [REDACTED:<kind>] in what is
 sent and in the summary, unless --no-redact; the archive keeps the original.
