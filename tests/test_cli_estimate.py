@@ -18,12 +18,14 @@ import struct
 import subprocess
 import sys
 import zlib
+from functools import partial
 from pathlib import Path
 
 import pytest
 from helpers.bigfile import write as write_big
 from helpers.cli import invoke, run_cli
 from helpers.fakeapi import FakeAnthropic, error_reply
+from helpers.files import write_jsonl
 
 from compactcli import dialects
 from compactcli.layers.estimate import (
@@ -41,9 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 # --- helpers --------------------------------------------------------------------------------------
 
 
-def write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-    return path
+write = partial(write_jsonl, ensure_ascii=False)
 
 
 def run(*args: object, input: str | bytes | None = None, env: dict | None = None):

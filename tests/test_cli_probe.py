@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import run_cli
+from helpers.files import write_jsonl
 from helpers.sessions import claude_code_records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,9 +31,7 @@ ORIGINAL = [
 ]
 
 
-def write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
+write = write_jsonl
 
 
 def summary_file(path: Path, text: str) -> Path:

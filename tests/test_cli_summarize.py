@@ -18,6 +18,7 @@ import pytest
 from helpers.cli import run_cli
 from helpers.corpus import corpus_params, expectation
 from helpers.fakeapi import FakeAnthropic, Reply, error_reply
+from helpers.files import write_jsonl
 from helpers.sessions import ClaudeCodeSession
 
 from compactcli import dialects
@@ -819,10 +820,6 @@ def test_a_file_appended_to_while_the_model_writes_is_left_alone(
 
 def run_any(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     return run_cli(*args, cwd=cwd, env=env or dict(os.environ), text=True)
-
-
-def write_jsonl(path: Path, records: list[dict]) -> None:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
 def private_key() -> tuple[str, list[str]]:

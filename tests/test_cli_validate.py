@@ -14,6 +14,7 @@ from helpers.bigfile import DIALECTS as BIG_DIALECTS
 from helpers.bigfile import generate
 from helpers.cli import invoke, run_cli
 from helpers.corpus import corpus_params, expectation
+from helpers.files import write_jsonl
 
 from compactcli import dialects
 from compactcli.layers.validate import RULES, Violation, validate_records
@@ -526,11 +527,7 @@ def test_generated_transcripts_and_their_micro_output_are_valid(dialect, tmp_pat
 # --- The command -----------------------------------------------------------------------------
 
 
-def write(path: Path, records: list) -> Path:
-    """JSONL; a str item is written as the raw line (for bad input)."""
-    lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
+write = write_jsonl
 
 
 @pytest.fixture

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+from functools import partial
 from pathlib import Path
 
 from helpers.cli import run_cli
+from helpers.files import write_jsonl
 
 from compactcli.counting import calibrate
 from compactcli.counting import tokens as tok
@@ -94,9 +96,7 @@ def rollout(first: dict | None = TOKENS_10, last: dict | None = None) -> list[di
     return records
 
 
-def write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records))
-    return path
+write = partial(write_jsonl, ensure_ascii=False)
 
 
 def estimate(path: Path, cwd: Path, *options: str) -> dict:

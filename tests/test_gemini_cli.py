@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import run_cli
+from helpers.files import write_jsonl
 
 from compactcli import dialects
 from compactcli.dialects.gemini_cli import GEMINI_CLI, UpsertOrder
@@ -38,9 +39,7 @@ def call(cid: str, name: str = "run_shell_command", output: str | None = BIG) ->
     return entry
 
 
-def write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
+write = write_jsonl
 
 
 def order_of(records: list[dict], micro: bool = False) -> list[int]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import invoke
+from helpers.files import write_jsonl
 
 from compactcli.dialects.base import MAIN
 from compactcli.dialects.claude_code import ChainOrder, SidechainTracker
@@ -22,9 +23,7 @@ PNG = (
 PNG_BYTES = 69
 
 
-def write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(record) + "\n" for record in records))
-    return path
+write = write_jsonl
 
 
 def read(path: Path) -> list[dict]:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
+from functools import partial
 from pathlib import Path
 
 import pytest
 from helpers import reference
 from helpers.cli import run_cli
+from helpers.files import write_jsonl
 from helpers.invariants import assert_only_results_cleared, is_default_placeholder, violations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -53,9 +55,7 @@ def order_of(records: list[dict]) -> list[int]:
     return [line for line, _ in order.order()]
 
 
-def write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
-    return path
+write = partial(write_jsonl, separators=(",", ":"))
 
 
 def test_the_path_from_the_last_entry_leaves_an_abandoned_branch_out():
