@@ -235,6 +235,98 @@ with open(dst, "w", encoding="utf-8") as out:
         out.write("\\n")
 """
 
+# The same rule for a Qwen Code session: each functionResponse part is one result, paired with its
+# functionCall by id; its output is what the model is sent ({"output": text} as it is, any other response
+# as its JSON); a cleared one becomes {"output": placeholder} and the UI's copy on its record follows.
+STDLIB_MICRO_QWEN = """
+import json, sys
+src, dst = sys.argv[1:3]
+KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read", "view"}
+PLACEHOLDER = "[Previous: used {tool_name}]"
+with open(src, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+
+names, results = {}, []
+for i, record in enumerate(records):
+    message = record.get("message") if record.get("type") in ("user", "assistant", "tool_result") else None
+    if not isinstance(message, dict):
+        continue
+    for part in message.get("parts") or ():
+        if "functionCall" in part:
+            names.setdefault(part["functionCall"].get("id"), str(part["functionCall"].get("name", "unknown")))
+        elif "functionResponse" in part:
+            results.append((i, part["functionResponse"]))
+
+for i, response in results[: max(len(results) - KEEP, 0)]:
+    body = response.get("response")
+    if isinstance(body, dict) and body.keys() == {"output"} and isinstance(body["output"], str):
+        text = body["output"]
+    else:
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    if len(text) <= MIN_CHARS:
+        continue
+    name = names.get(response.get("id"), "unknown")
+    placeholder = PLACEHOLDER.replace("{tool_name}", name)
+    if name in PRESERVE or text == placeholder:
+        continue
+    response["response"] = {"output": placeholder}
+    copy = records[i].get("toolCallResult")
+    if isinstance(copy, dict) and copy.get("callId") == response.get("id") and "resultDisplay" in copy:
+        copy["resultDisplay"] = placeholder
+
+with open(dst, "w", encoding="utf-8") as out:
+    for record in records:
+        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        out.write("\\n")
+"""
+
+# The same rule for a Copilot CLI events.jsonl: each tool.execution_complete is one result, paired with
+# its call by toolCallId; result.content (or a failure's error.message) is what the model is sent, and
+# the UI's copies in the same event (detailedContent, contents) are emptied with it.
+STDLIB_MICRO_COPILOT = """
+import json, sys
+src, dst = sys.argv[1:3]
+KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read", "view"}
+PLACEHOLDER = "[Previous: used {tool_name}]"
+with open(src, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+
+names, results = {}, []
+for i, record in enumerate(records):
+    data = record.get("data")
+    if not isinstance(data, dict):
+        continue
+    if record.get("type") == "assistant.message":
+        for request in data.get("toolRequests") or ():
+            names.setdefault(request.get("toolCallId"), str(request.get("name") or "unknown"))
+    elif record.get("type") == "tool.execution_complete":
+        results.append(data)
+
+for data in results[: max(len(results) - KEEP, 0)]:
+    result, error = data.get("result"), data.get("error")
+    text = result.get("content") if isinstance(result, dict) else error.get("message")
+    if not isinstance(text, str) or len(text) <= MIN_CHARS:
+        continue
+    name = names.get(data.get("toolCallId"), "unknown")
+    placeholder = PLACEHOLDER.replace("{tool_name}", name)
+    if name in PRESERVE or text == placeholder:
+        continue
+    if isinstance(result, dict):
+        result["content"] = placeholder
+        for field in ("detailedContent", "contents"):
+            if isinstance(result.get(field), str):
+                result[field] = ""
+            elif isinstance(result.get(field), list):
+                result[field] = []
+    else:
+        error["message"] = placeholder
+
+with open(dst, "w", encoding="utf-8") as out:
+    for record in records:
+        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        out.write("\\n")
+"""
+
 # Prints which modules a command imported, after running it in this interpreter.
 IMPORT_PROBE = """
 import runpy, sys
@@ -356,7 +448,12 @@ def make_cases(src: Path, work: Path, dialect: str, cli: list[str], python: str)
         micro_out.unlink(missing_ok=True)
 
     micro = [*cli, "micro", "-q"]
-    stdlib_micro = {"codex": STDLIB_MICRO_CODEX, "pi": STDLIB_MICRO_PI}.get(dialect, STDLIB_MICRO)
+    stdlib_micro = {
+        "codex": STDLIB_MICRO_CODEX,
+        "pi": STDLIB_MICRO_PI,
+        "qwen-code": STDLIB_MICRO_QWEN,
+        "copilot": STDLIB_MICRO_COPILOT,
+    }.get(dialect, STDLIB_MICRO)
     # Claude Code: micro with the chain view off, right after micro -o FILE in each round (paired)
     chain_off = (
         [

@@ -20,8 +20,6 @@ SAMPLES = ROOT / "samples"
 NO_BIG_FILE_YET = {
     "openai": "the bench times the agents' own formats first; chat logs are generated for tests only",
     "gemini-cli": "upserted records are not generated at scale yet",
-    "qwen-code": "a session's parentUuid chain is not generated at scale yet",
-    "copilot": "events.jsonl is not generated at scale yet",
 }
 
 
