@@ -327,6 +327,80 @@ with open(dst, "w", encoding="utf-8") as out:
         out.write("\\n")
 """
 
+# The same rule for a Gemini CLI session: a model turn is upserted by id, and every version of it holds
+# its calls' results (toolCalls[].result: functionResponse parts), so the last `keep` calls are counted
+# once each and an older call's result is cleared in every version; notices and patches pass through.
+STDLIB_MICRO_GEMINI = """
+import json, sys
+src, dst = sys.argv[1:3]
+KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read", "view"}
+PLACEHOLDER = "[Previous: used {tool_name}]"
+with open(src, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+
+order, found = [], {}
+for record in records:
+    calls = record.get("toolCalls") if record.get("type") == "gemini" else None
+    for call in calls or ():
+        for part in call.get("result") or ():
+            if "functionResponse" in part:
+                response = part["functionResponse"]
+                key = response.get("id") or call.get("id")
+                if key not in found:
+                    order.append(key)
+                found.setdefault(key, []).append((str(call.get("name") or "unknown"), response))
+                break
+
+for key in order[: max(len(order) - KEEP, 0)]:
+    for name, response in found[key]:
+        body = response.get("response")
+        if isinstance(body, dict) and body.keys() == {"output"} and isinstance(body["output"], str):
+            text = body["output"]
+        else:
+            text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        placeholder = PLACEHOLDER.replace("{tool_name}", name)
+        if len(text) <= MIN_CHARS or name in PRESERVE or text == placeholder:
+            continue
+        response["response"] = {"output": placeholder}
+
+with open(dst, "w", encoding="utf-8") as out:
+    for record in records:
+        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        out.write("\\n")
+"""
+
+# The same rule for an OpenAI chat log: each `tool` message is one result, paired with its call by
+# tool_call_id.
+STDLIB_MICRO_OPENAI = """
+import json, sys
+src, dst = sys.argv[1:3]
+KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read", "view"}
+PLACEHOLDER = "[Previous: used {tool_name}]"
+with open(src, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+
+names, results = {}, []
+for record in records:
+    for call in record.get("tool_calls") or ():
+        names.setdefault(call.get("id"), str(call["function"].get("name") or "unknown"))
+    if record.get("role") == "tool":
+        results.append(record)
+
+for record in results[: max(len(results) - KEEP, 0)]:
+    text = record.get("content")
+    if not isinstance(text, str) or len(text) <= MIN_CHARS:
+        continue
+    name = names.get(record.get("tool_call_id"), "unknown")
+    placeholder = PLACEHOLDER.replace("{tool_name}", name)
+    if name not in PRESERVE and text != placeholder:
+        record["content"] = placeholder
+
+with open(dst, "w", encoding="utf-8") as out:
+    for record in records:
+        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        out.write("\\n")
+"""
+
 # Prints which modules a command imported, after running it in this interpreter.
 IMPORT_PROBE = """
 import runpy, sys
@@ -453,6 +527,8 @@ def make_cases(src: Path, work: Path, dialect: str, cli: list[str], python: str)
         "pi": STDLIB_MICRO_PI,
         "qwen-code": STDLIB_MICRO_QWEN,
         "copilot": STDLIB_MICRO_COPILOT,
+        "gemini-cli": STDLIB_MICRO_GEMINI,
+        "openai": STDLIB_MICRO_OPENAI,
     }.get(dialect, STDLIB_MICRO)
     # Claude Code: micro with the chain view off, right after micro -o FILE in each round (paired)
     chain_off = (

@@ -1,5 +1,5 @@
 """Generate a large, realistic transcript (Claude Code log, Anthropic Messages JSONL, Codex CLI rollout, pi,
-Qwen Code or Copilot CLI session) for benchmarks.
+Qwen Code, Copilot CLI or Gemini CLI session, OpenAI chat log) for benchmarks.
 
 Deterministic: the same --mb, --dialect and --seed give the same bytes. The shape follows real Claude Code
 logs: one assistant record per tool_use block, one user record per tool_result with a `toolUseResult` copy of
@@ -7,8 +7,9 @@ the output, inline sub-agent (sidechain) traffic after a Task call, and passthro
 file-history-snapshot, system/turn_duration, summary). Tool outputs are 200 B to 20 KB (log-uniform), with
 escapes (quotes, backslashes, tabs) and non-ASCII text, written as compact JSON the way Claude Code writes it.
 A Codex rollout has session_meta, turn_context, parallel exec_command calls whose output is also copied into
-an exec_command_end event, apply_patch custom tool calls, reasoning and token_count events. pi, Qwen Code and
-Copilot CLI sessions carry the same turns in each agent's own records, tool names and UI copies.
+an exec_command_end event, apply_patch custom tool calls, reasoning and token_count events. pi, Qwen
+Code, Copilot CLI and Gemini CLI sessions carry the same turns in each agent's own records, tool names and
+UI copies.
 
     python scripts/make_big.py --mb 100 --dialect claude-code -o /tmp/big.jsonl
 """
@@ -24,7 +25,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-DIALECTS = ("claude-code", "anthropic", "codex", "pi", "qwen-code", "copilot")
+DIALECTS = ("claude-code", "anthropic", "codex", "pi", "qwen-code", "copilot", "gemini-cli", "openai")
 GENERATOR_VERSION = 1  # bump when the output changes, so cached files are rebuilt
 
 # (tool, weight); Read is preserved by micro by default, so its share matters.
@@ -746,12 +747,167 @@ class _CopilotMaker(_Maker):
             yield from self.convert(record, calls)
 
 
+# Gemini CLI's own tools for the ones the Anthropic-shaped turns call; its read_file is preserved.
+GEMINI_TOOLS = {
+    "Bash": "run_shell_command",
+    "Read": "read_file",
+    "Write": "write_file",
+    "Edit": "replace",
+    "Grep": "grep_search",
+    "Glob": "glob",
+    "TodoWrite": "write_todos",
+    "WebFetch": "web_fetch",
+    "Task": "codebase_investigator",
+}
+_GEMINI_MODEL = "gemini-3-flash-preview"
+
+
+class _GeminiMaker(_Maker):
+    """A Gemini CLI session (JSONL): the header, then message records upserted by `id`, each followed by a
+    `{"$set": {"lastUpdated"}}` patch. A model turn is written when its stream ends and again, under the
+    same id, with its `toolCalls` and their results (functionResponse parts, `resultDisplay` for the UI);
+    a failed call answers `{"error": ...}`; `info` notices now and then."""
+
+    def __init__(self, dialect: str, seed: int) -> None:
+        super().__init__("anthropic", seed)
+        self.calls = 0
+
+    def patch(self) -> dict:
+        return {"$set": {"lastUpdated": self.tick()}}
+
+    def model_turn(self, content: list) -> dict:
+        thoughts = [
+            {"subject": self.sentence(10, 40), "description": b["thinking"], "timestamp": self.tick()}
+            for b in content
+            if b["type"] == "thinking"
+        ]
+        prompt, output = self.rng.randint(10_000, 200_000), self.rng.randint(1, 2000)
+        tokens = {"input": prompt, "output": output, "cached": prompt // 2, "thoughts": 0, "tool": 0}
+        tokens["total"] = prompt + output
+        text = "\n".join(b["text"] for b in content if b["type"] == "text")
+        record = {"id": self.uuid(), "timestamp": self.tick(), "type": "gemini", "content": text}
+        record.update(thoughts=thoughts, tokens=tokens, model=_GEMINI_MODEL)
+        return record
+
+    def tool_call(self, use: dict, answer: dict) -> dict:
+        self.calls += 1
+        name = GEMINI_TOOLS.get(use["name"], use["name"])
+        call_id = f"{name}_{1764496800000 + self.calls}_0"
+        result = answer["content"]
+        text = result if isinstance(result, str) else "\n".join(b["text"] for b in result)
+        failed = answer.get("is_error") is True
+        body = {"error": text} if failed else {"output": text}
+        response = {"functionResponse": {"id": call_id, "name": name, "response": body}}
+        call = {"id": call_id, "name": name, "args": use["input"], "result": [response]}
+        call.update(status="error" if failed else "success", timestamp=self.tick(), resultDisplay=text)
+        return call
+
+    def records(self) -> Iterator[dict]:
+        header = {"sessionId": self.session, "projectHash": f"{self.rng.getrandbits(256):064x}"}
+        header.update(startTime=self.tick(), lastUpdated=self.tick(), kind="main")
+        yield header
+        pending: dict | None = None  # a model turn with calls, written again when they are answered
+        for record in super().records():
+            content = record["content"]
+            if record["role"] == "assistant":
+                pending = self.model_turn(content)
+                yield pending
+                yield self.patch()
+                uses = [b for b in content if b["type"] == "tool_use"]
+                pending["uses"] = uses
+                if not uses:
+                    pending = None
+                continue
+            if isinstance(content, str):
+                if self.rng.random() < 0.1:
+                    notice = {"id": self.uuid(), "timestamp": self.tick(), "type": "info"}
+                    notice["content"] = self.sentence(30, 120)
+                    yield notice
+                yield {
+                    "id": self.uuid(),
+                    "timestamp": self.tick(),
+                    "type": "user",
+                    "content": [{"text": content}],
+                }
+                yield self.patch()
+                continue
+            uses = pending.pop("uses")
+            answers = {b["tool_use_id"]: b for b in content}
+            pending["toolCalls"] = [self.tool_call(use, answers[use["id"]]) for use in uses]
+            yield pending
+            yield self.patch()
+            pending = None
+
+
+# Tool names a coding agent on the Chat Completions API would give the Anthropic-shaped turns' tools.
+OPENAI_TOOLS = {
+    "Bash": "bash",
+    "Read": "read_file",
+    "Write": "write_file",
+    "Edit": "edit_file",
+    "Grep": "grep",
+    "Glob": "glob",
+    "TodoWrite": "todo",
+    "WebFetch": "web_fetch",
+    "Task": "task",
+}
+
+
+class _OpenAIMaker(_Maker):
+    """An OpenAI Chat Completions log: a system message, then user, assistant (`tool_calls` with JSON
+    `arguments`, content null when it only calls) and one `tool` message per result."""
+
+    def __init__(self, dialect: str, seed: int) -> None:
+        super().__init__("anthropic", seed)
+
+    def records(self) -> Iterator[dict]:
+        yield {"role": "system", "content": self.sentence(2000, 8000)}
+        for record in super().records():
+            content = record["content"]
+            if record["role"] == "assistant":
+                text = "\n".join(b["text"] for b in content if b["type"] == "text")
+                calls = [
+                    {
+                        "id": "call_" + b["id"][8:],
+                        "type": "function",
+                        "function": {
+                            "name": OPENAI_TOOLS.get(b["name"], b["name"]),
+                            "arguments": json.dumps(b["input"], ensure_ascii=False),
+                        },
+                    }
+                    for b in content
+                    if b["type"] == "tool_use"
+                ]
+                message: dict = {"role": "assistant", "content": text or None}
+                if calls:
+                    message["tool_calls"] = calls
+                yield message
+            elif isinstance(content, str):
+                yield {"role": "user", "content": content}
+            else:
+                for block in content:
+                    result = block["content"]
+                    text = result if isinstance(result, str) else "\n".join(b["text"] for b in result)
+                    yield {
+                        "role": "tool",
+                        "content": text,
+                        "tool_call_id": "call_" + block["tool_use_id"][8:],
+                    }
+
+
 def generate(path: Path, mb: float, dialect: str, seed: int = 1) -> int:
     """Write about `mb` MB (10**6 bytes) of transcript to `path`; returns the number of lines."""
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {DIALECTS}")
     target = int(mb * 1_000_000)
-    makers = {"codex": _CodexMaker, "pi": _PiMaker, "qwen-code": _QwenMaker, "copilot": _CopilotMaker}
+    makers = {
+        "codex": _CodexMaker,
+        "pi": _PiMaker,
+        "qwen-code": _QwenMaker,
+        "copilot": _CopilotMaker,
+        "gemini-cli": _GeminiMaker,
+        "openai": _OpenAIMaker,
+    }
     maker = makers.get(dialect, _Maker)(dialect, seed)
     written = lines = 0
     with open(path, "wb") as out:
