@@ -30,12 +30,14 @@ class AgentHook:
     timeout: int  # seconds the agent lets the hook run
     detach: bool  # the agent allows less than a compaction may take: the hook returns at once
     kind: str = "hooks-json"  # or "codex-notify": the `notify` program of Codex's config.toml
+    timeout_ms: bool = False  # the entry's `timeout` is in milliseconds (Gemini CLI, Qwen Code)
 
     def settings_file(self, project: Path | None) -> Path:
-        if self.agent == "claude-code":
-            return (project / ".claude" if project else Path.home() / ".claude") / "settings.json"
-        folder = project / ".codex" if project else codex_home()
-        return folder / ("config.toml" if self.kind == "codex-notify" else "hooks.json")
+        if self.agent in _SETTINGS_FOLDERS:
+            folder = _SETTINGS_FOLDERS[self.agent]
+            return (project / folder if project else _agent_home(self.agent)) / "settings.json"
+        folder_path = project / ".codex" if project else codex_home()
+        return folder_path / ("config.toml" if self.kind == "codex-notify" else "hooks.json")
 
     def words(self, executable: str) -> list[str]:
         agent = "codex" if self.agent.startswith("codex") else self.agent
@@ -43,7 +45,18 @@ class AgentHook:
 
     def entry(self, executable: str) -> dict:
         command = " ".join(shlex.quote(word) for word in self.words(executable))
-        return {"type": "command", "command": command, "timeout": self.timeout}
+        timeout = self.timeout * 1000 if self.timeout_ms else self.timeout
+        return {"type": "command", "command": command, "timeout": timeout}
+
+
+# Agents whose hooks live under `hooks` in a settings.json of their own folder (the user's, or a project's).
+_SETTINGS_FOLDERS = {"claude-code": ".claude", "gemini-cli": ".gemini", "qwen-code": ".qwen"}
+
+
+def _agent_home(agent: str) -> Path:
+    """The agent's user folder: ~/.claude, ~/.gemini, or $QWEN_HOME else ~/.qwen (Qwen Code's Storage)."""
+    given = os.environ.get("QWEN_HOME", "").strip() if agent == "qwen-code" else ""
+    return Path(given).expanduser() if given else Path.home() / _SETTINGS_FOLDERS[agent]
 
 
 # Claude Code cancels a SessionEnd hook after 1.5 s unless its entry sets `timeout` (seconds, at most 60):
@@ -55,6 +68,11 @@ AGENTS = {
     "claude-code": AgentHook("claude-code", "SessionEnd", 30, detach=False),
     "codex": AgentHook("codex", "notify", 0, detach=True, kind="codex-notify"),
     "codex-hooks": AgentHook("codex-hooks", "SessionEnd", 3, detach=True),
+    # Gemini CLI 0.61 and Qwen Code 0.15 (its fork) run SessionEnd hooks when they exit and wait for them
+    # up to the entry's `timeout` (milliseconds); both append to the session with a write that opens and
+    # closes the file, so the hook finds it closed and compacts it at once, as for Claude Code.
+    "gemini-cli": AgentHook("gemini-cli", "SessionEnd", 30, detach=False, timeout_ms=True),
+    "qwen-code": AgentHook("qwen-code", "SessionEnd", 30, detach=False, timeout_ms=True),
 }
 
 _OURS = re.compile(r"(^|[/'\"\s])compactcli['\"]?\s+hook(\s|$)")

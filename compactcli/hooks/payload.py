@@ -2,7 +2,8 @@
 
 Claude Code (SessionEnd, PreCompact, ...) and Codex's hooks write one JSON object on stdin with
 `session_id`, `transcript_path`, `cwd` and `hook_event_name` (Claude Code adds `reason`, and `prompt_id` in
-`-p` mode; Codex's `transcript_path` may be null). Gemini CLI's hooks send the same four fields. Codex's
+`-p` mode; Codex's `transcript_path` may be null). Gemini CLI's and Qwen Code's hooks send the same four
+fields (and `timestamp`; SessionEnd adds `reason`). Codex's
 legacy `notify` program gets its JSON as the last argument instead: `type` ("agent-turn-complete"),
 `thread-id`, `turn-id`, `cwd`, and no path, so the rollout is found by its id under $CODEX_HOME/sessions.
 """
@@ -69,6 +70,8 @@ def _guess_agent(path: str | None) -> str:
         return "codex"
     if ".gemini" in parts:
         return "gemini-cli"
+    if ".qwen" in parts:
+        return "qwen-code"
     return "claude-code"
 
 

@@ -11,6 +11,7 @@ what it had not committed, so the file is untouched; the hook itself always retu
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import signal
@@ -71,8 +72,14 @@ def session_files(call: HookCall) -> list[Path]:
         path = Path(call.cwd or os.getcwd()) / path
     if not path.is_file():
         raise errors.CompactError(f"{path}: no such transcript (session {call.session_id})")
-    # Claude Code names the file <session id>.jsonl, Codex rollout-<time>-<session id>.jsonl.
-    named = path.stem == call.session_id if call.agent == "claude-code" else call.session_id in path.name
+    # Claude Code and Qwen Code name the file <session id>.jsonl, Codex rollout-<time>-<session id>.jsonl;
+    # Gemini CLI session-<time>-<first 8 of the id>.jsonl, whose header holds the whole id.
+    if call.agent in ("claude-code", "qwen-code"):
+        named = path.stem == call.session_id
+    elif call.agent == "gemini-cli":
+        named = _gemini_session_id(path) == call.session_id
+    else:
+        named = call.session_id in path.name
     if not named:
         raise errors.CompactError(f"{path}: not the transcript of session {call.session_id}")
     files = [path]
@@ -82,6 +89,17 @@ def session_files(call: HookCall) -> list[Path]:
         if subagents.is_dir():
             files += sorted(p for p in subagents.glob("*.jsonl") if p.is_file())
     return files
+
+
+def _gemini_session_id(path: Path) -> str | None:
+    """The sessionId of a Gemini CLI session file's header line (None when it has none)."""
+    try:
+        with open(path, "rb") as f:
+            header = json.loads(f.readline(1 << 16))
+    except (OSError, ValueError):
+        return None
+    value = header.get("sessionId") if isinstance(header, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def argv(run: HookRun, files: list[Path]) -> list[str]:

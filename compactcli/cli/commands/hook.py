@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-AGENT_NAMES = ("claude-code", "codex")
-INSTALL_AGENTS = ("claude-code", "codex", "codex-hooks")
+AGENT_NAMES = ("claude-code", "codex", "gemini-cli", "qwen-code")
+INSTALL_AGENTS = ("claude-code", "codex", "codex-hooks", "gemini-cli", "qwen-code")
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -104,7 +104,8 @@ _project = click.option(
     "--project",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     default=None,
-    help="The project's settings (DIR/.claude/settings.json, DIR/.codex/hooks.json) instead of the user's.",
+    help="The project's settings (DIR/.claude/settings.json, DIR/.codex/hooks.json, "
+    "DIR/.gemini/settings.json, DIR/.qwen/settings.json) instead of the user's.",
 )
 
 
@@ -125,6 +126,8 @@ def install(agent, project, dry_run):
     codex        Codex's notify program in $CODEX_HOME/config.toml (default ~/.codex): after each turn;
                  the rollout is compacted once Codex has closed it
     codex-hooks  a SessionEnd hook in $CODEX_HOME/hooks.json; Codex runs it once trusted in /hooks
+    gemini-cli   a SessionEnd hook in ~/.gemini/settings.json (--project: DIR/.gemini/settings.json)
+    qwen-code    a SessionEnd hook in $QWEN_HOME/settings.json (default ~/.qwen; --project: DIR/.qwen/)
     """
     from compactcli.core import errors
     from compactcli.hooks import install as hooks_install
