@@ -198,3 +198,90 @@ def test_a_payload_naming_another_session_leaves_the_file_untouched(home: Path, 
     assert "not the transcript of session" in run.stderr
     assert path.read_bytes() == original
     assert not (path.parent / ".transcripts").exists()
+
+
+# A user's own Copilot CLI settings, with a SessionEnd hook of their own: Copilot lists the handlers
+# themselves under each event.
+COPILOT_SETTINGS = """{
+  "footer": {"showQuota": false},
+  "hooks": {
+    "SessionEnd": [
+      {"type": "command", "bash": "notify-send done", "timeoutSec": 5}
+    ]
+  }
+}
+"""
+COPILOT_SESSION = "7f3c2a10-0b1d-4e5f-8a9b-0c1d2e3f4a5b"
+
+
+def test_copilot_install_lists_the_handler_under_session_end_and_uninstall_gives_the_file_back(
+    home: Path,
+) -> None:
+    path = home / ".copilot" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(COPILOT_SETTINGS)
+    run = run_cli("hooks", "install", "copilot", env=_env(home), text=True)
+    assert run.returncode == 0, run.stderr
+    settings = json.loads(path.read_text())
+    assert settings["footer"] == {"showQuota": False}
+    theirs, ours = settings["hooks"]["SessionEnd"]
+    assert theirs == json.loads(COPILOT_SETTINGS)["hooks"]["SessionEnd"][0]
+    assert ours == {
+        "type": "command",
+        "bash": f"{compactcli_command()[0]} hook --agent copilot",
+        "timeoutSec": 30,  # seconds: Copilot's unit
+    }
+    once = path.read_bytes()
+    assert "already installed" in run_cli("hooks", "install", "copilot", env=_env(home), text=True).stderr
+    assert path.read_bytes() == once
+    status = run_cli("hooks", "status", env=_env(home), text=True)
+    assert f"copilot: installed in {path} (SessionEnd): {ours['bash']}" in status.stdout
+    assert run_cli("hooks", "uninstall", "copilot", env=_env(home), text=True).returncode == 0
+    assert path.read_text() == COPILOT_SETTINGS
+
+
+def test_copilot_settings_follow_copilot_home_and_an_empty_home_gets_only_the_hook(
+    home: Path, tmp_path: Path
+) -> None:
+    copilot_home = tmp_path / "copilot-home"
+    run = run_cli("hooks", "install", "copilot", env=_env(home, COPILOT_HOME=str(copilot_home)), text=True)
+    assert run.returncode == 0, run.stderr
+    settings = json.loads((copilot_home / "settings.json").read_text())
+    assert list(settings) == ["hooks"] and len(settings["hooks"]["SessionEnd"]) == 1
+    assert (
+        run_cli("hooks", "uninstall", "copilot", env=_env(home, COPILOT_HOME=str(copilot_home))).returncode
+        == 0
+    )
+    assert json.loads((copilot_home / "settings.json").read_text()) == {}
+
+
+def test_copilot_session_end_finds_the_events_by_the_session_id(home: Path) -> None:
+    events = home / ".copilot" / "session-state" / COPILOT_SESSION / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    shutil.copyfile(ROOT / "samples" / "copilot" / "events.jsonl", events)
+    original = events.read_bytes()
+    # What Copilot CLI 1.0 sends a SessionEnd (PascalCase) hook: no transcript path.
+    payload = {
+        "hook_event_name": "SessionEnd",
+        "session_id": COPILOT_SESSION,
+        "timestamp": "2026-12-02T16:46:26.376Z",
+        "cwd": "/home/dev/tally",
+        "reason": "complete",
+    }
+    run = run_cli("hook", "--agent", "copilot", stdin=json.dumps(payload), env=_env(home), text=True)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert events.read_bytes() != original
+    cleared = [
+        json.loads(line)["data"]["result"]["content"]
+        for line in events.open()
+        if '"tool.execution_complete"' in line and '"result"' in line
+    ]
+    assert "[Previous: used bash]" in cleared
+    manifest = [json.loads(line) for line in (events.parent / ".transcripts" / "manifest.jsonl").open()]
+    assert Path(manifest[0]["archive"]).read_bytes() == original
+
+    payload["session_id"] = "0b5e7a40-1c2d-4e5f-8a9b-0c1d2e3f4a5b"  # no such session: nothing touched
+    now = events.read_bytes()
+    run = run_cli("hook", "--agent", "copilot", stdin=json.dumps(payload), env=_env(home), text=True)
+    assert run.returncode == 0 and "no transcript found" in run.stderr
+    assert events.read_bytes() == now

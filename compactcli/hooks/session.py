@@ -76,6 +76,8 @@ def session_files(call: HookCall) -> list[Path]:
     # Gemini CLI session-<time>-<first 8 of the id>.jsonl, whose header holds the whole id.
     if call.agent in ("claude-code", "qwen-code"):
         named = path.stem == call.session_id
+    elif call.agent == "copilot":  # $COPILOT_HOME/session-state/<session id>/events.jsonl
+        named = path.name == "events.jsonl" and path.parent.name == call.session_id
     elif call.agent == "gemini-cli":
         named = _gemini_session_id(path) == call.session_id
     else:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-AGENT_NAMES = ("claude-code", "codex", "gemini-cli", "qwen-code")
-INSTALL_AGENTS = ("claude-code", "codex", "codex-hooks", "gemini-cli", "qwen-code")
+AGENT_NAMES = ("claude-code", "codex", "gemini-cli", "qwen-code", "copilot")
+INSTALL_AGENTS = ("claude-code", "codex", "codex-hooks", "gemini-cli", "qwen-code", "copilot")
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -128,6 +128,8 @@ def install(agent, project, dry_run):
     codex-hooks  a SessionEnd hook in $CODEX_HOME/hooks.json; Codex runs it once trusted in /hooks
     gemini-cli   a SessionEnd hook in ~/.gemini/settings.json (--project: DIR/.gemini/settings.json)
     qwen-code    a SessionEnd hook in $QWEN_HOME/settings.json (default ~/.qwen; --project: DIR/.qwen/)
+    copilot      a SessionEnd hook in $COPILOT_HOME/settings.json (default ~/.copilot; --project:
+                 DIR/.github/copilot/settings.json)
     """
     from compactcli.core import errors
     from compactcli.hooks import install as hooks_install
@@ -193,7 +195,9 @@ def status(project):
             continue
         if found:
             for handler in found:
-                click.echo(f"{name}: installed in {path} ({hook.event}): {handler.get('command')}")
+                click.echo(
+                    f"{name}: installed in {path} ({hook.event}): {hooks_install.command_text(handler)}"
+                )
         else:
             click.echo(f"{name}: not installed ({path}{'' if path.exists() else ': no such file'})")
     raise SystemExit(worst)
