@@ -8,6 +8,7 @@ $COPILOT_HOME; the scripted task makes six shell calls, so micro's default (the 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,14 @@ def test_the_installed_hook_micro_compacts_the_session_copilot_just_ended(copilo
             [copilot, "-p", "Run the six steps.", "-s", "--allow-all-tools"], cwd=project, env=_env(home, api)
         )
         assert done.returncode == 0, done.stderr + done.stdout
-    (events,) = (home / ".copilot" / "session-state").glob("*/events.jsonl")
+    (folder,) = (home / ".copilot" / "session-state").glob("*-*-*-*-*/")
+    events, manifest_file = folder / "events.jsonl", folder / ".transcripts" / "manifest.jsonl"
+    # The hook detached: its background process compacts once Copilot has written and let go of the file.
+    deadline = time.monotonic() + 60
+    while not manifest_file.is_file() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    log = PREFIX.parent / "copilot-unpacked" / "compactcli" / "hooks.log"  # Copilot's XDG_CACHE_HOME
+    assert manifest_file.is_file(), log.read_text()[-2000:] if log.exists() else "no hook log"
 
     outputs = {}
     for line in events.open(encoding="utf-8"):
@@ -86,12 +94,9 @@ def test_the_installed_hook_micro_compacts_the_session_copilot_just_ended(copilo
             outputs[event["data"]["toolCallId"]] = event["data"]["result"]["content"]
     assert list(outputs) == [call_id for call_id, _ in STEPS]
     cleared = [call_id for call_id, text in outputs.items() if text == "[Previous: used bash]"]
-    assert cleared == [call_id for call_id, _ in STEPS[:3]], (
-        outputs,
-        (home / ".cache" / "compactcli" / "hooks.log").read_text(),
-    )
+    assert cleared == [call_id for call_id, _ in STEPS[:3]], outputs
     assert all(f"step {n} line 40 ok" in outputs[STEPS[n - 1][0]] for n in (4, 5, 6))
-    manifest = [json.loads(line) for line in (events.parent / ".transcripts" / "manifest.jsonl").open()]
+    manifest = [json.loads(line) for line in manifest_file.open()]
     assert [Path(m["source"]).name for m in manifest] == ["events.jsonl"]
     assert "step 1 line 40 ok" in Path(manifest[0]["archive"]).read_text()
 

@@ -228,7 +228,7 @@ def test_copilot_install_lists_the_handler_under_session_end_and_uninstall_gives
     assert theirs == json.loads(COPILOT_SETTINGS)["hooks"]["SessionEnd"][0]
     assert ours == {
         "type": "command",
-        "bash": f"{compactcli_command()[0]} hook --agent copilot",
+        "bash": f"{compactcli_command()[0]} hook --agent copilot --detach",
         "timeoutSec": 30,  # seconds: Copilot's unit
     }
     once = path.read_bytes()
@@ -283,5 +283,5 @@ def test_copilot_session_end_finds_the_events_by_the_session_id(home: Path) -> N
     payload["session_id"] = "0b5e7a40-1c2d-4e5f-8a9b-0c1d2e3f4a5b"  # no such session: nothing touched
     now = events.read_bytes()
     run = run_cli("hook", "--agent", "copilot", stdin=json.dumps(payload), env=_env(home), text=True)
-    assert run.returncode == 0 and "no transcript found" in run.stderr
+    assert run.returncode == 0 and "no such transcript" in run.stderr
     assert events.read_bytes() == now

@@ -81,8 +81,9 @@ AGENTS = {
     # Copilot CLI 1.0 reads user hooks from $COPILOT_HOME/settings.json (`hooks.SessionEnd`: a list of
     # `{type, bash, timeoutSec}`); the PascalCase event name makes it send the snake_case payload
     # (`session_id`, `hook_event_name`, `cwd`, `reason`), without the transcript's path. It runs the hook
-    # at the end of every session, `-p` too, and waits for it up to `timeoutSec`.
-    "copilot": AgentHook("copilot", "SessionEnd", 30, detach=False, kind="copilot-json"),
+    # at the end of every session, `-p` too, but before it writes events.jsonl and while it still holds the
+    # session: the hook detaches, and its background process waits for the file (hooks/session.py).
+    "copilot": AgentHook("copilot", "SessionEnd", 30, detach=True, kind="copilot-json"),
 }
 
 _OURS = re.compile(r"(^|[/'\"\s])compactcli['\"]?\s+hook(\s|$)")

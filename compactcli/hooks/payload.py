@@ -93,11 +93,11 @@ def copilot_home() -> Path:
 
 
 def copilot_events(session_id: str) -> Path | None:
-    """A Copilot CLI session's events: $COPILOT_HOME/session-state/<session id>/events.jsonl."""
+    """Where a Copilot CLI session's events are: $COPILOT_HOME/session-state/<session id>/events.jsonl
+    (Copilot writes the file as the session closes, after its SessionEnd hook has started)."""
     if "/" in session_id or not session_id.strip("."):
         return None
-    path = copilot_home() / "session-state" / session_id / "events.jsonl"
-    return path if path.is_file() else None
+    return copilot_home() / "session-state" / session_id / "events.jsonl"
 
 
 def codex_home() -> Path:

@@ -115,6 +115,7 @@ def argv(run: HookRun, files: list[Path]) -> list[str]:
 def compact(call: HookCall, run: HookRun) -> tuple[int, str]:
     """Run the compaction of the session `call` names: (exit code, what it said). Gives up after
     `run.timeout` seconds, the files as they were; retries a busy file until `run.wait` is over."""
+    _wait_for_copilot(call, run.wait)
     files = session_files(call)
     command = argv(run, files)
     cwd = call.cwd if call.cwd and os.path.isdir(call.cwd) else None
@@ -124,6 +125,20 @@ def compact(call: HookCall, run: HookRun) -> tuple[int, str]:
         waited = time.monotonic() - started
         if code != errors.BUSY or waited + BUSY_RETRY >= run.wait:
             return code, said
+        time.sleep(BUSY_RETRY)
+
+
+def _wait_for_copilot(call: HookCall, wait: float) -> None:
+    """Copilot CLI runs its SessionEnd hook before it writes the session's events.jsonl and while it still
+    holds the session (an `inuse.<pid>.lock` beside it): in the background, wait (up to `wait` seconds)
+    until the file is there and the lock is gone."""
+    if call.agent != "copilot" or call.transcript is None or wait <= 0:
+        return
+    deadline = time.monotonic() + wait
+    folder = call.transcript.parent
+    while time.monotonic() < deadline:
+        if call.transcript.is_file() and not any(folder.glob("inuse.*.lock")):
+            return
         time.sleep(BUSY_RETRY)
 
 
