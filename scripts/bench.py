@@ -235,6 +235,172 @@ with open(dst, "w", encoding="utf-8") as out:
         out.write("\\n")
 """
 
+# The same rule for a Qwen Code session: each functionResponse part is one result, paired with its
+# functionCall by id; its output is what the model is sent ({"output": text} as it is, any other response
+# as its JSON); a cleared one becomes {"output": placeholder} and the UI's copy on its record follows.
+STDLIB_MICRO_QWEN = """
+import json, sys
+src, dst = sys.argv[1:3]
+KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read", "view"}
+PLACEHOLDER = "[Previous: used {tool_name}]"
+with open(src, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+
+names, results = {}, []
+for i, record in enumerate(records):
+    message = record.get("message") if record.get("type") in ("user", "assistant", "tool_result") else None
+    if not isinstance(message, dict):
+        continue
+    for part in message.get("parts") or ():
+        if "functionCall" in part:
+            names.setdefault(part["functionCall"].get("id"), str(part["functionCall"].get("name", "unknown")))
+        elif "functionResponse" in part:
+            results.append((i, part["functionResponse"]))
+
+for i, response in results[: max(len(results) - KEEP, 0)]:
+    body = response.get("response")
+    if isinstance(body, dict) and body.keys() == {"output"} and isinstance(body["output"], str):
+        text = body["output"]
+    else:
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    if len(text) <= MIN_CHARS:
+        continue
+    name = names.get(response.get("id"), "unknown")
+    placeholder = PLACEHOLDER.replace("{tool_name}", name)
+    if name in PRESERVE or text == placeholder:
+        continue
+    response["response"] = {"output": placeholder}
+    copy = records[i].get("toolCallResult")
+    if isinstance(copy, dict) and copy.get("callId") == response.get("id") and "resultDisplay" in copy:
+        copy["resultDisplay"] = placeholder
+
+with open(dst, "w", encoding="utf-8") as out:
+    for record in records:
+        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        out.write("\\n")
+"""
+
+# The same rule for a Copilot CLI events.jsonl: each tool.execution_complete is one result, paired with
+# its call by toolCallId; result.content (or a failure's error.message) is what the model is sent, and
+# the UI's copies in the same event (detailedContent, contents) are emptied with it.
+STDLIB_MICRO_COPILOT = """
+import json, sys
+src, dst = sys.argv[1:3]
+KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read", "view"}
+PLACEHOLDER = "[Previous: used {tool_name}]"
+with open(src, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+
+names, results = {}, []
+for i, record in enumerate(records):
+    data = record.get("data")
+    if not isinstance(data, dict):
+        continue
+    if record.get("type") == "assistant.message":
+        for request in data.get("toolRequests") or ():
+            names.setdefault(request.get("toolCallId"), str(request.get("name") or "unknown"))
+    elif record.get("type") == "tool.execution_complete":
+        results.append(data)
+
+for data in results[: max(len(results) - KEEP, 0)]:
+    result, error = data.get("result"), data.get("error")
+    text = result.get("content") if isinstance(result, dict) else error.get("message")
+    if not isinstance(text, str) or len(text) <= MIN_CHARS:
+        continue
+    name = names.get(data.get("toolCallId"), "unknown")
+    placeholder = PLACEHOLDER.replace("{tool_name}", name)
+    if name in PRESERVE or text == placeholder:
+        continue
+    if isinstance(result, dict):
+        result["content"] = placeholder
+        for field in ("detailedContent", "contents"):
+            if isinstance(result.get(field), str):
+                result[field] = ""
+            elif isinstance(result.get(field), list):
+                result[field] = []
+    else:
+        error["message"] = placeholder
+
+with open(dst, "w", encoding="utf-8") as out:
+    for record in records:
+        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        out.write("\\n")
+"""
+
+# The same rule for a Gemini CLI session: a model turn is upserted by id, and every version of it holds
+# its calls' results (toolCalls[].result: functionResponse parts), so the last `keep` calls are counted
+# once each and an older call's result is cleared in every version; notices and patches pass through.
+STDLIB_MICRO_GEMINI = """
+import json, sys
+src, dst = sys.argv[1:3]
+KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read", "view"}
+PLACEHOLDER = "[Previous: used {tool_name}]"
+with open(src, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+
+order, found = [], {}
+for record in records:
+    calls = record.get("toolCalls") if record.get("type") == "gemini" else None
+    for call in calls or ():
+        for part in call.get("result") or ():
+            if "functionResponse" in part:
+                response = part["functionResponse"]
+                key = response.get("id") or call.get("id")
+                if key not in found:
+                    order.append(key)
+                found.setdefault(key, []).append((str(call.get("name") or "unknown"), response))
+                break
+
+for key in order[: max(len(order) - KEEP, 0)]:
+    for name, response in found[key]:
+        body = response.get("response")
+        if isinstance(body, dict) and body.keys() == {"output"} and isinstance(body["output"], str):
+            text = body["output"]
+        else:
+            text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        placeholder = PLACEHOLDER.replace("{tool_name}", name)
+        if len(text) <= MIN_CHARS or name in PRESERVE or text == placeholder:
+            continue
+        response["response"] = {"output": placeholder}
+
+with open(dst, "w", encoding="utf-8") as out:
+    for record in records:
+        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        out.write("\\n")
+"""
+
+# The same rule for an OpenAI chat log: each `tool` message is one result, paired with its call by
+# tool_call_id.
+STDLIB_MICRO_OPENAI = """
+import json, sys
+src, dst = sys.argv[1:3]
+KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read", "view"}
+PLACEHOLDER = "[Previous: used {tool_name}]"
+with open(src, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+
+names, results = {}, []
+for record in records:
+    for call in record.get("tool_calls") or ():
+        names.setdefault(call.get("id"), str(call["function"].get("name") or "unknown"))
+    if record.get("role") == "tool":
+        results.append(record)
+
+for record in results[: max(len(results) - KEEP, 0)]:
+    text = record.get("content")
+    if not isinstance(text, str) or len(text) <= MIN_CHARS:
+        continue
+    name = names.get(record.get("tool_call_id"), "unknown")
+    placeholder = PLACEHOLDER.replace("{tool_name}", name)
+    if name not in PRESERVE and text != placeholder:
+        record["content"] = placeholder
+
+with open(dst, "w", encoding="utf-8") as out:
+    for record in records:
+        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        out.write("\\n")
+"""
+
 # Prints which modules a command imported, after running it in this interpreter.
 IMPORT_PROBE = """
 import runpy, sys
@@ -356,7 +522,14 @@ def make_cases(src: Path, work: Path, dialect: str, cli: list[str], python: str)
         micro_out.unlink(missing_ok=True)
 
     micro = [*cli, "micro", "-q"]
-    stdlib_micro = {"codex": STDLIB_MICRO_CODEX, "pi": STDLIB_MICRO_PI}.get(dialect, STDLIB_MICRO)
+    stdlib_micro = {
+        "codex": STDLIB_MICRO_CODEX,
+        "pi": STDLIB_MICRO_PI,
+        "qwen-code": STDLIB_MICRO_QWEN,
+        "copilot": STDLIB_MICRO_COPILOT,
+        "gemini-cli": STDLIB_MICRO_GEMINI,
+        "openai": STDLIB_MICRO_OPENAI,
+    }.get(dialect, STDLIB_MICRO)
     # Claude Code: micro with the chain view off, right after micro -o FILE in each round (paired)
     chain_off = (
         [

@@ -1,5 +1,5 @@
-"""Generate a large, realistic transcript (Claude Code log, Anthropic Messages JSONL or Codex CLI rollout) for
-benchmarks.
+"""Generate a large, realistic transcript (Claude Code log, Anthropic Messages JSONL, Codex CLI rollout, pi,
+Qwen Code, Copilot CLI or Gemini CLI session, OpenAI chat log) for benchmarks.
 
 Deterministic: the same --mb, --dialect and --seed give the same bytes. The shape follows real Claude Code
 logs: one assistant record per tool_use block, one user record per tool_result with a `toolUseResult` copy of
@@ -7,7 +7,9 @@ the output, inline sub-agent (sidechain) traffic after a Task call, and passthro
 file-history-snapshot, system/turn_duration, summary). Tool outputs are 200 B to 20 KB (log-uniform), with
 escapes (quotes, backslashes, tabs) and non-ASCII text, written as compact JSON the way Claude Code writes it.
 A Codex rollout has session_meta, turn_context, parallel exec_command calls whose output is also copied into
-an exec_command_end event, apply_patch custom tool calls, reasoning and token_count events.
+an exec_command_end event, apply_patch custom tool calls, reasoning and token_count events. pi, Qwen
+Code, Copilot CLI and Gemini CLI sessions carry the same turns in each agent's own records, tool names and
+UI copies.
 
     python scripts/make_big.py --mb 100 --dialect claude-code -o /tmp/big.jsonl
 """
@@ -23,7 +25,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-DIALECTS = ("claude-code", "anthropic", "codex", "pi")
+DIALECTS = ("claude-code", "anthropic", "codex", "pi", "qwen-code", "copilot", "gemini-cli", "openai")
 GENERATOR_VERSION = 1  # bump when the output changes, so cached files are rebuilt
 
 # (tool, weight); Read is preserved by micro by default, so its share matters.
@@ -530,12 +532,382 @@ class _PiMaker(_Maker):
             yield from self.convert(record, names)
 
 
+# Qwen Code's own tools for the ones the Anthropic-shaped turns call; its read_file is preserved by micro.
+QWEN_TOOLS = {
+    "Bash": "run_shell_command",
+    "Read": "read_file",
+    "Write": "write_file",
+    "Edit": "edit",
+    "Grep": "grep_search",
+    "Glob": "glob",
+    "TodoWrite": "todo_write",
+    "WebFetch": "web_fetch",
+    "Task": "task",
+}
+_QWEN_MODEL = "qwen3-coder-plus"
+
+
+class _QwenMaker(_Maker):
+    """A Qwen Code session: `{uuid, parentUuid, sessionId, timestamp, type, cwd, version, gitBranch}`
+    records on one parentUuid chain; the Anthropic-shaped turns become `message: {role, parts}` (the model's
+    Content), one `tool_result` record per functionResponse with its UI copy (`toolCallResult`), failures
+    answered `{"error": ...}`, and `ui_telemetry` system records after each model call."""
+
+    def __init__(self, dialect: str, seed: int) -> None:
+        super().__init__("anthropic", seed)
+        self.session_id = self.uuid()
+        self.leaf: str | None = None
+
+    def record(self, kind: str, **fields: object) -> dict:
+        own = self.uuid()
+        record: dict = {
+            "uuid": own,
+            "parentUuid": self.leaf,
+            "sessionId": self.session_id,
+            "timestamp": self.tick(),
+            "type": kind,
+            "cwd": self.cwd,
+            "version": "0.15.10",
+            "gitBranch": "main",
+        }
+        record.update(fields)
+        self.leaf = own
+        return record
+
+    def telemetry(self, prompt: int, output: int) -> dict:
+        event = {
+            "event.name": "qwen-code.api_response",
+            "model": _QWEN_MODEL,
+            "status_code": 200,
+            "duration_ms": self.rng.randint(500, 9000),
+            "input_token_count": prompt,
+            "output_token_count": output,
+            "total_token_count": prompt + output,
+        }
+        return self.record("system", subtype="ui_telemetry", systemPayload={"uiEvent": event})
+
+    def part(self, block: dict) -> dict:
+        kind = block.get("type")
+        if kind == "tool_use":
+            name = QWEN_TOOLS.get(block["name"], block["name"])
+            call = {"id": "call_" + block["id"][8:], "name": name, "args": block["input"]}
+            return {"functionCall": call}
+        if kind == "thinking":
+            return {"text": block["thinking"], "thought": True}
+        return {"text": block["text"]}
+
+    def convert(self, record: dict, names: dict[str, str]) -> Iterator[dict]:
+        content = record["content"]
+        if record["role"] == "assistant":
+            parts = [self.part(b) for b in content]
+            names.update(
+                (p["functionCall"]["id"], p["functionCall"]["name"]) for p in parts if "functionCall" in p
+            )
+            prompt, output = self.rng.randint(10_000, 200_000), self.rng.randint(1, 2000)
+            usage = {
+                "promptTokenCount": prompt,
+                "candidatesTokenCount": output,
+                "thoughtsTokenCount": 0,
+                "totalTokenCount": prompt + output,
+                "cachedContentTokenCount": prompt // 2,
+            }
+            message = {"role": "model", "parts": parts}
+            yield self.telemetry(prompt, output)
+            yield self.record("assistant", model=_QWEN_MODEL, message=message, usageMetadata=usage,
+                              contextWindowSize=1_000_000)  # fmt: skip
+            return
+        if isinstance(content, str):
+            yield self.record("user", message={"role": "user", "parts": [{"text": content}]})
+            return
+        for block in content:
+            call_id = "call_" + block["tool_use_id"][8:]
+            name = names.get(call_id, "unknown")
+            result = block["content"]
+            text = result if isinstance(result, str) else "\n".join(b["text"] for b in result)
+            failed = block.get("is_error") is True
+            body = {"error": text} if failed else {"output": text}
+            response = {"id": call_id, "name": name, "response": body}
+            display = "" if name == "read_file" else text
+            copy = {"callId": call_id, "status": "error" if failed else "success", "resultDisplay": display}
+            message = {"role": "user", "parts": [{"functionResponse": response}]}
+            yield self.record("tool_result", message=message, toolCallResult=copy)
+
+    def records(self) -> Iterator[dict]:
+        snapshot = {"type": "attribution-snapshot", "version": 1, "surface": "cli", "fileStates": {}}
+        yield self.record("system", subtype="attribution_snapshot", systemPayload={"snapshot": snapshot})
+        names: dict[str, str] = {}
+        for record in super().records():
+            yield from self.convert(record, names)
+
+
+# GitHub Copilot CLI's own tools for the ones the Anthropic-shaped turns call; its view is preserved.
+COPILOT_TOOLS = {
+    "Bash": "bash",
+    "Read": "view",
+    "Write": "create",
+    "Edit": "edit",
+    "Grep": "grep",
+    "Glob": "glob",
+    "TodoWrite": "update_todo",
+    "WebFetch": "web_fetch",
+    "Task": "task",
+}
+_COPILOT_MODEL = "claude-sonnet-4.5"
+
+
+class _CopilotMaker(_Maker):
+    """A Copilot CLI events.jsonl: `{type, data, id, timestamp, parentId}` events. Each assistant message
+    carries its `toolRequests`; each call has a `tool.execution_start` and a `tool.execution_complete` whose
+    `result.content` is what the model is sent and `detailedContent` the UI's copy (a failure: `success`
+    false and `error.message`); turns are framed by `assistant.turn_start`/`turn_end` and usage records."""
+
+    def __init__(self, dialect: str, seed: int) -> None:
+        super().__init__("anthropic", seed)
+        self.leaf: str | None = None
+        self.turn_number = 0
+
+    def event(self, kind: str, fields: dict) -> dict:
+        own = self.uuid()
+        record = {"type": kind, "data": fields, "id": own, "timestamp": self.tick(), "parentId": self.leaf}
+        self.leaf = own
+        return record
+
+    def request(self, block: dict) -> dict:
+        name = COPILOT_TOOLS.get(block["name"], block["name"])
+        arguments = dict(block["input"])
+        if "file_path" in arguments:
+            arguments["path"] = arguments.pop("file_path")
+        return {"toolCallId": block["id"], "name": name, "arguments": arguments, "type": "function"}
+
+    def convert(self, record: dict, calls: dict[str, dict]) -> Iterator[dict]:
+        content = record["content"]
+        turn = str(self.turn_number)
+        if record["role"] == "assistant":
+            self.turn_number += 1
+            yield self.event("assistant.turn_start", {"turnId": turn})
+            usage = {
+                "model": _COPILOT_MODEL,
+                "inputTokens": self.rng.randint(10_000, 200_000),
+                "outputTokens": self.rng.randint(1, 2000),
+                "cacheReadTokens": self.rng.randint(1000, 150_000),
+                "cacheWriteTokens": 0,
+                "interactionType": "conversation-agent",
+            }
+            yield self.event("session.usage_record", {"usage": usage})
+            text = "\n".join(b["text"] for b in content if b["type"] == "text")
+            requests = [self.request(b) for b in content if b["type"] == "tool_use"]
+            fields = {"messageId": self.uuid(), "model": _COPILOT_MODEL, "content": text}
+            reasoning = [b["thinking"] for b in content if b["type"] == "thinking"]
+            if reasoning:
+                fields["reasoningText"] = reasoning[0]
+            fields.update(toolRequests=requests, turnId=turn)
+            yield self.event("assistant.message", fields)
+            for request in requests:
+                calls[request["toolCallId"]] = request
+                start = {"toolCallId": request["toolCallId"], "toolName": request["name"]}
+                start.update(arguments=request["arguments"], turnId=turn)
+                yield self.event("tool.execution_start", start)
+            if not requests:
+                yield self.event("assistant.turn_end", {"turnId": turn})
+            return
+        if isinstance(content, str):
+            words = {"content": content}
+            words["transformedContent"] = f"<current_datetime>{self.tick()}</current_datetime>\n\n{content}"
+            words.update(attachments=[], interactionId=self.uuid())
+            yield self.event("user.message", words)
+            return
+        for block in content:
+            request = calls.pop(block["tool_use_id"], {"name": "unknown"})
+            result = block["content"]
+            text = result if isinstance(result, str) else "\n".join(b["text"] for b in result)
+            fields = {"toolCallId": block["tool_use_id"], "model": _COPILOT_MODEL, "turnId": turn}
+            if block.get("is_error") is True:
+                fields.update(success=False, error={"message": text, "code": "failure"})
+            else:
+                detail = text if request["name"] in ("bash", "view") else self.slice(300)
+                fields.update(success=True, result={"content": text, "detailedContent": detail})
+            yield self.event("tool.execution_complete", fields)
+        yield self.event("assistant.turn_end", {"turnId": turn})
+
+    def records(self) -> Iterator[dict]:
+        start = {
+            "sessionId": self.session,
+            "version": 1,
+            "producer": "copilot-agent",
+            "copilotVersion": "1.0.102",
+            "startTime": self.tick(),
+            "selectedModel": _COPILOT_MODEL,
+            "context": {"cwd": self.cwd},
+            "alreadyInUse": False,
+        }
+        yield self.event("session.start", start)
+        yield self.event("system.message", {"role": "system", "content": self.sentence(3000, 9000)})
+        calls: dict[str, dict] = {}
+        for record in super().records():
+            yield from self.convert(record, calls)
+
+
+# Gemini CLI's own tools for the ones the Anthropic-shaped turns call; its read_file is preserved.
+GEMINI_TOOLS = {
+    "Bash": "run_shell_command",
+    "Read": "read_file",
+    "Write": "write_file",
+    "Edit": "replace",
+    "Grep": "grep_search",
+    "Glob": "glob",
+    "TodoWrite": "write_todos",
+    "WebFetch": "web_fetch",
+    "Task": "codebase_investigator",
+}
+_GEMINI_MODEL = "gemini-3-flash-preview"
+
+
+class _GeminiMaker(_Maker):
+    """A Gemini CLI session (JSONL): the header, then message records upserted by `id`, each followed by a
+    `{"$set": {"lastUpdated"}}` patch. A model turn is written when its stream ends and again, under the
+    same id, with its `toolCalls` and their results (functionResponse parts, `resultDisplay` for the UI);
+    a failed call answers `{"error": ...}`; `info` notices now and then."""
+
+    def __init__(self, dialect: str, seed: int) -> None:
+        super().__init__("anthropic", seed)
+        self.calls = 0
+
+    def patch(self) -> dict:
+        return {"$set": {"lastUpdated": self.tick()}}
+
+    def model_turn(self, content: list) -> dict:
+        thoughts = [
+            {"subject": self.sentence(10, 40), "description": b["thinking"], "timestamp": self.tick()}
+            for b in content
+            if b["type"] == "thinking"
+        ]
+        prompt, output = self.rng.randint(10_000, 200_000), self.rng.randint(1, 2000)
+        tokens = {"input": prompt, "output": output, "cached": prompt // 2, "thoughts": 0, "tool": 0}
+        tokens["total"] = prompt + output
+        text = "\n".join(b["text"] for b in content if b["type"] == "text")
+        record = {"id": self.uuid(), "timestamp": self.tick(), "type": "gemini", "content": text}
+        record.update(thoughts=thoughts, tokens=tokens, model=_GEMINI_MODEL)
+        return record
+
+    def tool_call(self, use: dict, answer: dict) -> dict:
+        self.calls += 1
+        name = GEMINI_TOOLS.get(use["name"], use["name"])
+        call_id = f"{name}_{1764496800000 + self.calls}_0"
+        result = answer["content"]
+        text = result if isinstance(result, str) else "\n".join(b["text"] for b in result)
+        failed = answer.get("is_error") is True
+        body = {"error": text} if failed else {"output": text}
+        response = {"functionResponse": {"id": call_id, "name": name, "response": body}}
+        call = {"id": call_id, "name": name, "args": use["input"], "result": [response]}
+        call.update(status="error" if failed else "success", timestamp=self.tick(), resultDisplay=text)
+        return call
+
+    def records(self) -> Iterator[dict]:
+        header = {"sessionId": self.session, "projectHash": f"{self.rng.getrandbits(256):064x}"}
+        header.update(startTime=self.tick(), lastUpdated=self.tick(), kind="main")
+        yield header
+        pending: dict | None = None  # a model turn with calls, written again when they are answered
+        for record in super().records():
+            content = record["content"]
+            if record["role"] == "assistant":
+                pending = self.model_turn(content)
+                yield pending
+                yield self.patch()
+                uses = [b for b in content if b["type"] == "tool_use"]
+                pending["uses"] = uses
+                if not uses:
+                    pending = None
+                continue
+            if isinstance(content, str):
+                if self.rng.random() < 0.1:
+                    notice = {"id": self.uuid(), "timestamp": self.tick(), "type": "info"}
+                    notice["content"] = self.sentence(30, 120)
+                    yield notice
+                yield {
+                    "id": self.uuid(),
+                    "timestamp": self.tick(),
+                    "type": "user",
+                    "content": [{"text": content}],
+                }
+                yield self.patch()
+                continue
+            uses = pending.pop("uses")
+            answers = {b["tool_use_id"]: b for b in content}
+            pending["toolCalls"] = [self.tool_call(use, answers[use["id"]]) for use in uses]
+            yield pending
+            yield self.patch()
+            pending = None
+
+
+# Tool names a coding agent on the Chat Completions API would give the Anthropic-shaped turns' tools.
+OPENAI_TOOLS = {
+    "Bash": "bash",
+    "Read": "read_file",
+    "Write": "write_file",
+    "Edit": "edit_file",
+    "Grep": "grep",
+    "Glob": "glob",
+    "TodoWrite": "todo",
+    "WebFetch": "web_fetch",
+    "Task": "task",
+}
+
+
+class _OpenAIMaker(_Maker):
+    """An OpenAI Chat Completions log: a system message, then user, assistant (`tool_calls` with JSON
+    `arguments`, content null when it only calls) and one `tool` message per result."""
+
+    def __init__(self, dialect: str, seed: int) -> None:
+        super().__init__("anthropic", seed)
+
+    def records(self) -> Iterator[dict]:
+        yield {"role": "system", "content": self.sentence(2000, 8000)}
+        for record in super().records():
+            content = record["content"]
+            if record["role"] == "assistant":
+                text = "\n".join(b["text"] for b in content if b["type"] == "text")
+                calls = [
+                    {
+                        "id": "call_" + b["id"][8:],
+                        "type": "function",
+                        "function": {
+                            "name": OPENAI_TOOLS.get(b["name"], b["name"]),
+                            "arguments": json.dumps(b["input"], ensure_ascii=False),
+                        },
+                    }
+                    for b in content
+                    if b["type"] == "tool_use"
+                ]
+                message: dict = {"role": "assistant", "content": text or None}
+                if calls:
+                    message["tool_calls"] = calls
+                yield message
+            elif isinstance(content, str):
+                yield {"role": "user", "content": content}
+            else:
+                for block in content:
+                    result = block["content"]
+                    text = result if isinstance(result, str) else "\n".join(b["text"] for b in result)
+                    yield {
+                        "role": "tool",
+                        "content": text,
+                        "tool_call_id": "call_" + block["tool_use_id"][8:],
+                    }
+
+
 def generate(path: Path, mb: float, dialect: str, seed: int = 1) -> int:
     """Write about `mb` MB (10**6 bytes) of transcript to `path`; returns the number of lines."""
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {DIALECTS}")
     target = int(mb * 1_000_000)
-    makers = {"codex": _CodexMaker, "pi": _PiMaker}
+    makers = {
+        "codex": _CodexMaker,
+        "pi": _PiMaker,
+        "qwen-code": _QwenMaker,
+        "copilot": _CopilotMaker,
+        "gemini-cli": _GeminiMaker,
+        "openai": _OpenAIMaker,
+    }
     maker = makers.get(dialect, _Maker)(dialect, seed)
     written = lines = 0
     with open(path, "wb") as out:

@@ -68,12 +68,31 @@ def sandbox(tmp_path: Path) -> dict[str, str]:
     session = tmp_path / ".copilot" / "session-state" / "7f3c2a10-0b1d-4e5f-8a9b-0c1d2e3f4a5b"
     session.mkdir(parents=True)
     shutil.copy(ROOT / "samples" / "copilot" / "events.jsonl", session / "events.jsonl")
+    # the other agents' session folders, as the cron recipe names them
+    rollouts = tmp_path / ".codex" / "sessions" / "2026" / "01" / "21"
+    shutil.copytree(ROOT / "samples" / "codex", rollouts)
+    gemini = tmp_path / ".gemini" / "tmp" / "tally" / "chats"
+    gemini.mkdir(parents=True)
+    shutil.copy(
+        ROOT / "samples" / "gemini-cli" / "session.jsonl", gemini / "session-2026-11-30T10-00-7c2d4f10.jsonl"
+    )
+    qwen = tmp_path / ".qwen" / "projects" / "-home-dev-tally" / "chats"
+    qwen.mkdir(parents=True)
+    shutil.copy(
+        ROOT / "samples" / "qwen-code" / "session.jsonl", qwen / "3c9e41d7-52b8-4f0a-a1e6-7d2f90b4c815.jsonl"
+    )
     (tmp_path / "team.toml").write_text("[micro]\nkeep = 5\n")  # named by `compactcli config --help`
     venv_bin = tmp_path / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     (venv_bin / "compactcli").symlink_to(Path(sys.executable).with_name("compactcli"))
     # the sessions of ~/.claude/projects are older than any --min-age of the examples
-    copies = [*(tmp_path / ".claude" / "projects").rglob("*.jsonl"), *(tmp_path / ".pi").rglob("*.jsonl")]
+    copies = [
+        *(tmp_path / ".claude" / "projects").rglob("*.jsonl"),
+        *(tmp_path / ".pi").rglob("*.jsonl"),
+        *(tmp_path / ".codex").rglob("*.jsonl"),
+        *(tmp_path / ".gemini").rglob("*.jsonl"),
+        *(tmp_path / ".qwen").rglob("*.jsonl"),
+    ]
     for path in [*copies, session / "events.jsonl"]:
         os.utime(path, (1e9, 1e9))
     return dict(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from compactcli.core import errors
 from compactcli.hooks import codex_notify, jsontext
-from compactcli.hooks.payload import codex_home
+from compactcli.hooks.payload import codex_home, copilot_home
 
 
 @dataclass(frozen=True)
@@ -29,13 +29,18 @@ class AgentHook:
     event: str
     timeout: int  # seconds the agent lets the hook run
     detach: bool  # the agent allows less than a compaction may take: the hook returns at once
-    kind: str = "hooks-json"  # or "codex-notify": the `notify` program of Codex's config.toml
+    kind: str = "hooks-json"  # or "codex-notify": the `notify` program of Codex's config.toml; or
+    # "copilot-json": Copilot CLI's settings.json, whose `hooks.<event>` lists the handlers themselves
+    timeout_ms: bool = False  # the entry's `timeout` is in milliseconds (Gemini CLI, Qwen Code)
 
     def settings_file(self, project: Path | None) -> Path:
-        if self.agent == "claude-code":
-            return (project / ".claude" if project else Path.home() / ".claude") / "settings.json"
-        folder = project / ".codex" if project else codex_home()
-        return folder / ("config.toml" if self.kind == "codex-notify" else "hooks.json")
+        if self.agent == "copilot":
+            return (project / ".github" / "copilot" if project else copilot_home()) / "settings.json"
+        if self.agent in _SETTINGS_FOLDERS:
+            folder = _SETTINGS_FOLDERS[self.agent]
+            return (project / folder if project else _agent_home(self.agent)) / "settings.json"
+        folder_path = project / ".codex" if project else codex_home()
+        return folder_path / ("config.toml" if self.kind == "codex-notify" else "hooks.json")
 
     def words(self, executable: str) -> list[str]:
         agent = "codex" if self.agent.startswith("codex") else self.agent
@@ -43,7 +48,20 @@ class AgentHook:
 
     def entry(self, executable: str) -> dict:
         command = " ".join(shlex.quote(word) for word in self.words(executable))
-        return {"type": "command", "command": command, "timeout": self.timeout}
+        if self.kind == "copilot-json":
+            return {"type": "command", "bash": command, "timeoutSec": self.timeout}
+        timeout = self.timeout * 1000 if self.timeout_ms else self.timeout
+        return {"type": "command", "command": command, "timeout": timeout}
+
+
+# Agents whose hooks live under `hooks` in a settings.json of their own folder (the user's, or a project's).
+_SETTINGS_FOLDERS = {"claude-code": ".claude", "gemini-cli": ".gemini", "qwen-code": ".qwen"}
+
+
+def _agent_home(agent: str) -> Path:
+    """The agent's user folder: ~/.claude, ~/.gemini, or $QWEN_HOME else ~/.qwen (Qwen Code's Storage)."""
+    given = os.environ.get("QWEN_HOME", "").strip() if agent == "qwen-code" else ""
+    return Path(given).expanduser() if given else Path.home() / _SETTINGS_FOLDERS[agent]
 
 
 # Claude Code cancels a SessionEnd hook after 1.5 s unless its entry sets `timeout` (seconds, at most 60):
@@ -55,6 +73,17 @@ AGENTS = {
     "claude-code": AgentHook("claude-code", "SessionEnd", 30, detach=False),
     "codex": AgentHook("codex", "notify", 0, detach=True, kind="codex-notify"),
     "codex-hooks": AgentHook("codex-hooks", "SessionEnd", 3, detach=True),
+    # Gemini CLI 0.61 and Qwen Code 0.15 (its fork) run SessionEnd hooks when they exit and wait for them
+    # up to the entry's `timeout` (milliseconds); both append to the session with a write that opens and
+    # closes the file, so the hook finds it closed and compacts it at once, as for Claude Code.
+    "gemini-cli": AgentHook("gemini-cli", "SessionEnd", 30, detach=False, timeout_ms=True),
+    "qwen-code": AgentHook("qwen-code", "SessionEnd", 30, detach=False, timeout_ms=True),
+    # Copilot CLI 1.0 reads user hooks from $COPILOT_HOME/settings.json (`hooks.SessionEnd`: a list of
+    # `{type, bash, timeoutSec}`); the PascalCase event name makes it send the snake_case payload
+    # (`session_id`, `hook_event_name`, `cwd`, `reason`), without the transcript's path. It runs the hook
+    # at the end of every session, `-p` too, but before it writes events.jsonl and while it still holds the
+    # session: the hook detaches, and its background process waits for the file (hooks/session.py).
+    "copilot": AgentHook("copilot", "SessionEnd", 30, detach=True, kind="copilot-json"),
 }
 
 _OURS = re.compile(r"(^|[/'\"\s])compactcli['\"]?\s+hook(\s|$)")
@@ -62,7 +91,12 @@ _OURS = re.compile(r"(^|[/'\"\s])compactcli['\"]?\s+hook(\s|$)")
 
 def is_ours(handler: object) -> bool:
     """Whether a hook handler is compactcli's (its command runs `compactcli hook`)."""
-    return isinstance(handler, dict) and bool(_OURS.search(str(handler.get("command", ""))))
+    return isinstance(handler, dict) and bool(_OURS.search(command_text(handler)))
+
+
+def command_text(handler: dict) -> str:
+    """A handler's command line: `command`, or Copilot CLI's `bash`."""
+    return str(handler.get("command") or handler.get("bash") or "")
 
 
 def executable() -> str:
@@ -108,14 +142,20 @@ def _read(path: Path) -> tuple[str | None, jsontext.Node | None]:
     return text, root
 
 
-def _handlers(text: str, root: jsontext.Node, event: str) -> list[tuple[int, int, dict]]:
-    """(group index, handler index, handler) of compactcli's handlers under hooks.<event>."""
+def _handlers(text: str, root: jsontext.Node, event: str, flat: bool = False) -> list[tuple[int, int, dict]]:
+    """(group index, handler index, handler) of compactcli's handlers under hooks.<event>; with `flat`
+    (Copilot CLI) the list holds the handlers themselves, each its own group (handler index -1)."""
     hooks = root.get("hooks")
     groups = hooks.get(event) if hooks is not None and hooks.kind == "object" else None
     if groups is None or groups.kind != "array":
         return []
     found = []
     for g, (_, _, group) in enumerate(groups.members):
+        if flat:
+            value = json.loads(text[group.start : group.end])
+            if is_ours(value):
+                found.append((g, -1, value))
+            continue
         handlers = group.get("hooks") if group.kind == "object" else None
         for h, (_, _, node) in enumerate(handlers.members if handlers and handlers.kind == "array" else []):
             value = json.loads(text[node.start : node.end])
@@ -130,14 +170,15 @@ def planned_install(hook: AgentHook, path: Path, command: str) -> Change:
         return Change(path, *codex_notify.planned_install(path, hook.words(command)))
     before, root = _read(path)
     entry = hook.entry(command)
-    group = {"hooks": [entry]}
+    flat = hook.kind == "copilot-json"
+    group = entry if flat else {"hooks": [entry]}
     if root is None:  # no file, or an empty one
         return Change(path, before, json.dumps({"hooks": {hook.event: [group]}}, indent=2) + "\n")
     assert before is not None
-    present = _handlers(before, root, hook.event)
+    present = _handlers(before, root, hook.event, flat)
     if [value for _, _, value in present] == [entry]:
         return Change(path, before, before)
-    text = _without_ours(before, hook.event) if present else before
+    text = _without_ours(before, hook.event, flat) if present else before
     root = jsontext.parse(text)
     unit = jsontext.indent_unit(text, root)
     hooks = root.get("hooks")
@@ -153,12 +194,12 @@ def planned_install(hook: AgentHook, path: Path, command: str) -> Change:
     return Change(path, before, jsontext.insert(text, groups, group, None, unit))
 
 
-def _without_ours(text: str, event: str) -> str:
+def _without_ours(text: str, event: str, flat: bool = False) -> str:
     """`text` without compactcli's handlers under hooks.<event>; a group, list or `hooks` object left empty
     by that goes too, so that an uninstall after an install gives the file back as it was."""
     while True:
         root = jsontext.parse(text)
-        found = _handlers(text, root, event)
+        found = _handlers(text, root, event, flat)
         if not found:
             return text
         g, h, _ = found[-1]
@@ -167,9 +208,8 @@ def _without_ours(text: str, event: str) -> str:
         groups = hooks.get(event)
         assert groups is not None
         group = groups.members[g][2]
-        handlers = group.get("hooks")
-        assert handlers is not None
-        if len(handlers.members) > 1:
+        handlers = group.get("hooks") if h >= 0 else None
+        if handlers is not None and len(handlers.members) > 1:
             text = jsontext.remove(text, handlers, h)
         elif len(groups.members) > 1:  # a group (its matcher too) with no handler left means nothing
             text = jsontext.remove(text, groups, g)
@@ -194,7 +234,7 @@ def planned_uninstall(hook: AgentHook, path: Path) -> Change:
         before, root = _read(path)
         if root is None or before is None:
             return Change(path, before, before)
-        handlers = [h for _, _, h in _handlers(before, root, hook.event)]
+        handlers = [h for _, _, h in _handlers(before, root, hook.event, hook.kind == "copilot-json")]
         if not handlers:
             return Change(path, before, before)
     backups = sorted(path.parent.glob(f"{path.name}.compactcli-*.bak"))
@@ -207,12 +247,12 @@ def planned_uninstall(hook: AgentHook, path: Path) -> Change:
                     return Change(path, before, earlier)
     if hook.kind == "codex-notify":
         return Change(path, before, codex_notify.without(before))
-    return Change(path, before, _without_ours(before, hook.event))
+    return Change(path, before, _without_ours(before, hook.event, hook.kind == "copilot-json"))
 
 
 def _command_of(handler: dict, hook: AgentHook) -> str | None:
     """The executable an installed entry names (to redo that install on a backup)."""
-    words = shlex.split(str(handler.get("command", "")))
+    words = shlex.split(command_text(handler))
     if not words:
         return None
     if hook.kind == "codex-notify":
@@ -226,7 +266,8 @@ def installed(hook: AgentHook, path: Path) -> list[dict]:
         present = codex_notify.read(path)[1]
         return [{"command": " ".join(shlex.quote(w) for w in present)}] if present else []
     text, root = _read(path)
-    return [value for _, _, value in _handlers(text, root, hook.event)] if text and root else []
+    flat = hook.kind == "copilot-json"
+    return [value for _, _, value in _handlers(text, root, hook.event, flat)] if text and root else []
 
 
 def backup_name(path: Path) -> Path:

@@ -2,7 +2,9 @@
 
 Claude Code (SessionEnd, PreCompact, ...) and Codex's hooks write one JSON object on stdin with
 `session_id`, `transcript_path`, `cwd` and `hook_event_name` (Claude Code adds `reason`, and `prompt_id` in
-`-p` mode; Codex's `transcript_path` may be null). Gemini CLI's hooks send the same four fields. Codex's
+`-p` mode; Codex's `transcript_path` may be null). Gemini CLI's and Qwen Code's hooks send the same four
+fields (and `timestamp`; SessionEnd adds `reason`). Copilot CLI's SessionEnd (PascalCase) sends `session_id`,
+`hook_event_name`, `cwd`, `timestamp` and `reason` and no path: the events are found by the id. Codex's
 legacy `notify` program gets its JSON as the last argument instead: `type` ("agent-turn-complete"),
 `thread-id`, `turn-id`, `cwd`, and no path, so the rollout is found by its id under $CODEX_HOME/sessions.
 """
@@ -54,6 +56,8 @@ def parse(text: str, agent: str | None = None) -> HookCall:
     transcript = Path(path).expanduser() if path else None
     if transcript is None and named == "codex":
         transcript = codex_rollout(session_id)
+    if transcript is None and named == "copilot":
+        transcript = copilot_events(session_id)
     return HookCall(named, event, session_id, transcript, _text(data, "cwd"), _text(data, "reason"))
 
 
@@ -69,6 +73,8 @@ def _guess_agent(path: str | None) -> str:
         return "codex"
     if ".gemini" in parts:
         return "gemini-cli"
+    if ".qwen" in parts:
+        return "qwen-code"
     return "claude-code"
 
 
@@ -78,6 +84,20 @@ def _codex_notify(data: dict) -> HookCall:
         raise errors.BadInput("hook payload: a Codex notify payload without thread-id")
     event = _text(data, "type") or "notify"
     return HookCall("codex", event, thread, codex_rollout(thread), _text(data, "cwd"))
+
+
+def copilot_home() -> Path:
+    """$COPILOT_HOME, else ~/.copilot."""
+    given = os.environ.get("COPILOT_HOME", "").strip()
+    return Path(given).expanduser() if given else Path.home() / ".copilot"
+
+
+def copilot_events(session_id: str) -> Path | None:
+    """Where a Copilot CLI session's events are: $COPILOT_HOME/session-state/<session id>/events.jsonl
+    (Copilot writes the file as the session closes, after its SessionEnd hook has started)."""
+    if "/" in session_id or not session_id.strip("."):
+        return None
+    return copilot_home() / "session-state" / session_id / "events.jsonl"
 
 
 def codex_home() -> Path:

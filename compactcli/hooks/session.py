@@ -11,6 +11,7 @@ what it had not committed, so the file is untouched; the hook itself always retu
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import signal
@@ -71,8 +72,16 @@ def session_files(call: HookCall) -> list[Path]:
         path = Path(call.cwd or os.getcwd()) / path
     if not path.is_file():
         raise errors.CompactError(f"{path}: no such transcript (session {call.session_id})")
-    # Claude Code names the file <session id>.jsonl, Codex rollout-<time>-<session id>.jsonl.
-    named = path.stem == call.session_id if call.agent == "claude-code" else call.session_id in path.name
+    # Claude Code and Qwen Code name the file <session id>.jsonl, Codex rollout-<time>-<session id>.jsonl;
+    # Gemini CLI session-<time>-<first 8 of the id>.jsonl, whose header holds the whole id.
+    if call.agent in ("claude-code", "qwen-code"):
+        named = path.stem == call.session_id
+    elif call.agent == "copilot":  # $COPILOT_HOME/session-state/<session id>/events.jsonl
+        named = path.name == "events.jsonl" and path.parent.name == call.session_id
+    elif call.agent == "gemini-cli":
+        named = _gemini_session_id(path) == call.session_id
+    else:
+        named = call.session_id in path.name
     if not named:
         raise errors.CompactError(f"{path}: not the transcript of session {call.session_id}")
     files = [path]
@@ -82,6 +91,17 @@ def session_files(call: HookCall) -> list[Path]:
         if subagents.is_dir():
             files += sorted(p for p in subagents.glob("*.jsonl") if p.is_file())
     return files
+
+
+def _gemini_session_id(path: Path) -> str | None:
+    """The sessionId of a Gemini CLI session file's header line (None when it has none)."""
+    try:
+        with open(path, "rb") as f:
+            header = json.loads(f.readline(1 << 16))
+    except (OSError, ValueError):
+        return None
+    value = header.get("sessionId") if isinstance(header, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def argv(run: HookRun, files: list[Path]) -> list[str]:
@@ -95,6 +115,7 @@ def argv(run: HookRun, files: list[Path]) -> list[str]:
 def compact(call: HookCall, run: HookRun) -> tuple[int, str]:
     """Run the compaction of the session `call` names: (exit code, what it said). Gives up after
     `run.timeout` seconds, the files as they were; retries a busy file until `run.wait` is over."""
+    _wait_for_copilot(call, run.wait)
     files = session_files(call)
     command = argv(run, files)
     cwd = call.cwd if call.cwd and os.path.isdir(call.cwd) else None
@@ -104,6 +125,20 @@ def compact(call: HookCall, run: HookRun) -> tuple[int, str]:
         waited = time.monotonic() - started
         if code != errors.BUSY or waited + BUSY_RETRY >= run.wait:
             return code, said
+        time.sleep(BUSY_RETRY)
+
+
+def _wait_for_copilot(call: HookCall, wait: float) -> None:
+    """Copilot CLI runs its SessionEnd hook before it writes the session's events.jsonl and while it still
+    holds the session (an `inuse.<pid>.lock` beside it): in the background, wait (up to `wait` seconds)
+    until the file is there and the lock is gone."""
+    if call.agent != "copilot" or call.transcript is None or wait <= 0:
+        return
+    deadline = time.monotonic() + wait
+    folder = call.transcript.parent
+    while time.monotonic() < deadline:
+        if call.transcript.is_file() and not any(folder.glob("inuse.*.lock")):
+            return
         time.sleep(BUSY_RETRY)
 
 

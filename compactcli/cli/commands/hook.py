@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-AGENT_NAMES = ("claude-code", "codex")
-INSTALL_AGENTS = ("claude-code", "codex", "codex-hooks")
+AGENT_NAMES = ("claude-code", "codex", "gemini-cli", "qwen-code", "copilot")
+INSTALL_AGENTS = ("claude-code", "codex", "codex-hooks", "gemini-cli", "qwen-code", "copilot")
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -104,7 +104,8 @@ _project = click.option(
     "--project",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     default=None,
-    help="The project's settings (DIR/.claude/settings.json, DIR/.codex/hooks.json) instead of the user's.",
+    help="The project's settings (DIR/.claude/settings.json, DIR/.codex/hooks.json, "
+    "DIR/.gemini/settings.json, DIR/.qwen/settings.json) instead of the user's.",
 )
 
 
@@ -125,6 +126,10 @@ def install(agent, project, dry_run):
     codex        Codex's notify program in $CODEX_HOME/config.toml (default ~/.codex): after each turn;
                  the rollout is compacted once Codex has closed it
     codex-hooks  a SessionEnd hook in $CODEX_HOME/hooks.json; Codex runs it once trusted in /hooks
+    gemini-cli   a SessionEnd hook in ~/.gemini/settings.json (--project: DIR/.gemini/settings.json)
+    qwen-code    a SessionEnd hook in $QWEN_HOME/settings.json (default ~/.qwen; --project: DIR/.qwen/)
+    copilot      a SessionEnd hook in $COPILOT_HOME/settings.json (default ~/.copilot; --project:
+                 DIR/.github/copilot/settings.json)
     """
     from compactcli.core import errors
     from compactcli.hooks import install as hooks_install
@@ -190,7 +195,9 @@ def status(project):
             continue
         if found:
             for handler in found:
-                click.echo(f"{name}: installed in {path} ({hook.event}): {handler.get('command')}")
+                click.echo(
+                    f"{name}: installed in {path} ({hook.event}): {hooks_install.command_text(handler)}"
+                )
         else:
             click.echo(f"{name}: not installed ({path}{'' if path.exists() else ': no such file'})")
     raise SystemExit(worst)
