@@ -139,11 +139,18 @@ def dumps_like(value: Any, raw: bytes, needed_stdlib: bool = False) -> bytes:
     literals: list[str] = []
     if numbers:
         value = _mark_numbers(value, literals)
-    out = json.dumps(value, ensure_ascii=ensure_ascii, separators=separators)
+    out = _ENCODERS[separators, ensure_ascii].encode(value)
     for index, literal in enumerate(literals):
         out = out.replace(f'"{_MARK}compactcli-number-{index}{_MARK}"', literal, 1)
     return out.encode("utf-8")
 
+
+# Made once: json.dumps builds an encoder on every call that passes separators.
+_ENCODERS = {
+    (separators, ascii_only): json.JSONEncoder(ensure_ascii=ascii_only, separators=separators)
+    for separators in ((", ", ": "), (",", ":"))
+    for ascii_only in (True, False)
+}
 
 # Stands in for a Number while the stdlib writes the line; json.dumps escapes it as \u0000.
 _MARK_CHAR = "\x00"
