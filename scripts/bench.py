@@ -28,7 +28,12 @@ source on each start, which no installed user pays (--no-compile measures that c
 micro's output is checked against (c) line by line (json.loads equal), so both do the same work. The
 last table holds every target with the ratio measured.
 
-    .venv/bin/python scripts/bench.py --mb 100 [--dialect all] [--workdir DIR] [--repeat 3] [--profile]
+Every dialect is measured in both line styles (--style): compact, as orjson, Claude Code and Codex write
+lines, and spaced, as Python's json.dumps writes them by default (", ", ": ", non-ASCII escaped); a
+changed line keeps its style, so the two cost micro differently.
+
+    .venv/bin/python scripts/bench.py --mb 100 [--dialect all] [--style both] [--workdir DIR] [--repeat 3]
+        [--profile]
     .venv/bin/python scripts/bench.py --many-files 20000 --workers 2   (see bench_cluster.py)
 """
 
