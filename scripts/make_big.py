@@ -27,6 +27,9 @@ from pathlib import Path
 
 DIALECTS = ("claude-code", "anthropic", "codex", "pi", "qwen-code", "copilot", "gemini-cli", "openai")
 GENERATOR_VERSION = 1  # bump when the output changes, so cached files are rebuilt
+# How lines are written: "compact" as orjson, Claude Code and Codex write them; "spaced" as Python's
+# json.dumps does by default (", " and ": ", non-ASCII escaped), as most Python agents write them.
+STYLES = ("compact", "spaced")
 
 # (tool, weight); Read is preserved by micro by default, so its share matters.
 TOOLS = [
@@ -895,10 +898,12 @@ class _OpenAIMaker(_Maker):
                     }
 
 
-def generate(path: Path, mb: float, dialect: str, seed: int = 1) -> int:
+def generate(path: Path, mb: float, dialect: str, seed: int = 1, style: str = "compact") -> int:
     """Write about `mb` MB (10**6 bytes) of transcript to `path`; returns the number of lines."""
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {DIALECTS}")
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {STYLES}")
     target = int(mb * 1_000_000)
     makers = {
         "codex": _CodexMaker,
@@ -912,7 +917,10 @@ def generate(path: Path, mb: float, dialect: str, seed: int = 1) -> int:
     written = lines = 0
     with open(path, "wb") as out:
         for record in maker.records():
-            raw = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+            if style == "spaced":
+                raw = json.dumps(record).encode("utf-8") + b"\n"
+            else:
+                raw = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
             out.write(raw)
             written += len(raw)
             lines += 1
@@ -928,9 +936,10 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=100.0, help="size in MB (10**6 bytes)")
     parser.add_argument("--dialect", choices=DIALECTS, default="claude-code")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--style", choices=STYLES, default="compact")
     parser.add_argument("-o", "--output", type=Path, required=True)
     args = parser.parse_args()
-    lines = generate(args.output, args.mb, args.dialect, args.seed)
+    lines = generate(args.output, args.mb, args.dialect, args.seed, args.style)
     print(f"{args.output}: {args.output.stat().st_size:,} bytes, {lines:,} lines")
 
 

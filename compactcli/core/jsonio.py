@@ -105,6 +105,15 @@ def _is_spaced(raw: bytes) -> bool:
     return end > 0 and head[end + 1 : end + 3] == b": "
 
 
+def _compact_or_float(value: Any) -> bytes:
+    """orjson's text of `value`, or a float where orjson cannot write it (an int beyond 64 bits), so
+    that the original's numbers are looked at."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return b"[0.0]"
+
+
 def dumps_like(value: Any, raw: bytes, needed_stdlib: bool = False) -> bytes:
     """Serialize `value` the way the line `raw` was written (separators, ASCII escapes, number
     literals), no newline."""
@@ -114,7 +123,10 @@ def dumps_like(value: Any, raw: bytes, needed_stdlib: bool = False) -> bytes:
     out = None if needed_stdlib or spaced else orjson.dumps(value)
     numbers = needed_stdlib
     # The new line (short: a result was cleared) is scanned first; the original only if it has a float.
-    if not numbers and (out is None or _FLOAT_OUT.search(out)) and _RISKY_NUMBER.search(raw):
+    # A spaced line is written by the stdlib, but the scan reads orjson's compact text of the new value
+    # all the same: far cheaper than scanning the whole original line (docs/design.md, "Lossless").
+    probe = out if out is not None or numbers else _compact_or_float(value)
+    if not numbers and _FLOAT_OUT.search(probe) and _RISKY_NUMBER.search(raw):
         value = _put_back_numbers(value, json.loads(raw, parse_float=_parse_float, parse_int=_parse_int))
         numbers = True
     if out is not None and not numbers:
@@ -127,11 +139,18 @@ def dumps_like(value: Any, raw: bytes, needed_stdlib: bool = False) -> bytes:
     literals: list[str] = []
     if numbers:
         value = _mark_numbers(value, literals)
-    out = json.dumps(value, ensure_ascii=ensure_ascii, separators=separators)
+    out = _ENCODERS[separators, ensure_ascii].encode(value)
     for index, literal in enumerate(literals):
         out = out.replace(f'"{_MARK}compactcli-number-{index}{_MARK}"', literal, 1)
     return out.encode("utf-8")
 
+
+# Made once: json.dumps builds an encoder on every call that passes separators.
+_ENCODERS = {
+    (separators, ascii_only): json.JSONEncoder(ensure_ascii=ascii_only, separators=separators)
+    for separators in ((", ", ": "), (",", ":"))
+    for ascii_only in (True, False)
+}
 
 # Stands in for a Number while the stdlib writes the line; json.dumps escapes it as \u0000.
 _MARK_CHAR = "\x00"
