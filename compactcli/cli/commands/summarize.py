@@ -175,6 +175,10 @@ def summarize_options() -> Callable:
 
 
 class SummarizeFigures(Figures):
+    summed = (  # json-document totals
+        *("summarized", "api_calls", "input_tokens", "output_tokens", "cost_usd"),
+        *("bytes_before", "bytes_after"),
+    )
     verb, doing = "summarized", "summarize"
 
     def describe(self, outcome: Outcome) -> str:
