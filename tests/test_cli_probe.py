@@ -152,3 +152,49 @@ def test_only_the_users_own_words_are_instructions(tmp_path: Path) -> None:
     original = write(tmp_path / "cc.jsonl", records)
     _, report = probe_json(original, summary_file(tmp_path / "short.jsonl", "nothing kept"))
     assert report["categories"]["instructions"]["missing"] == ["Rename load_config to read_config"]
+
+
+# --- errors are what failed -----------------------------------------------------------------------
+
+CODE = "class LedgerError(ValueError):\n    pass\n\nexcept OSError as error:\n    raise\nerror: str = ''\n"
+FAILED_TEST = (
+    'Exit code 1\nTraceback (most recent call last):\n  File "x.py"\nValueError: amount is not a number'
+)
+REFUSED = "<tool_use_error>File has not been read yet. Read it first.</tool_use_error>"
+MAKE = "cc -c a.c\nmake: *** No rule to make target 'clean'. Stop.\nProcess exited with code 2"
+
+
+def failing_session() -> list[dict]:
+    def call(call_id: str, name: str, **tool_input) -> dict:
+        return {"type": "tool_use", "id": call_id, "name": name, "input": tool_input}
+
+    def answer(call_id: str, text: str, **extra) -> dict:
+        return {"type": "tool_result", "tool_use_id": call_id, "content": text, **extra}
+
+    return [
+        {"role": "user", "content": "Make the ledger tests pass"},
+        {
+            "role": "assistant",
+            "content": [call("r", "read_file", path="a.py"), call("t", "bash", command="pytest")],
+        },
+        # code that names errors is no failure; the test run is
+        {"role": "user", "content": [answer("r", CODE), answer("t", FAILED_TEST, is_error=True)]},
+        {
+            "role": "assistant",
+            "content": [call("w", "write_file", path="b.txt"), call("m", "bash", command="make")],
+        },
+        {"role": "user", "content": [answer("w", REFUSED, is_error=True), answer("m", MAKE)]},
+    ]
+
+
+def test_errors_are_what_failed_not_code_that_names_an_error(tmp_path: Path) -> None:
+    original = write(tmp_path / "orig.jsonl", failing_session())
+    code, report = probe_json(original, summary_file(tmp_path / "short.jsonl", "nothing kept"))
+    assert code == 0
+    # By hand: the exception line of the traceback, the refused call's message (its tags off), and the
+    # telling last line of the command that exited 2; nothing of the file read, no bare exit line.
+    assert report["categories"]["errors"]["missing"] == [
+        "ValueError: amount is not a number",
+        "File has not been read yet. Read it first.",
+        "make: *** No rule to make target 'clean'. Stop.",
+    ]

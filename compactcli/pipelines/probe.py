@@ -29,9 +29,28 @@ _IDENTIFIER = re.compile(
     r"\b(?:[A-Za-z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b"
 )
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
-_ERROR = re.compile(
-    r"\b(?:error|exception|traceback|failed|failure|fatal|panic)\b|\w(?:Error|Exception)\b", re.I
+# A line that says something failed, at its start: `ValueError: ...`, `error: ...`, `fatal: ...`, a
+# test runner's FAILED line, a nonzero exit. Code that names an error (`class LedgerError(ValueError):`,
+# `except OSError:`) is no failure; the traceback's header is the same in every traceback, so its last
+# line (the exception) is the fact.
+_FAILURE = re.compile(
+    r"^(?:(?-i:[\w.]*(?:Error|Exception|Failure|Fault))(?:\[\w+\])?:\s"
+    r"|(?:error|fatal|panic)(?:\[\w+\])?:\s(?![\w.|\[\] ]+(?:\s=\s|$))"  # not `error: str = ""`
+    r"|(?-i:FAILED|FAIL|ERROR)\b|npm ERR!"
+    r"|E\s{2,}\S)",
+    re.I,
 )
+_CODE_LINE = re.compile(r"[,;{(\[]$")  # `error: data.error,` is a field in code, not a failure
+# A command's nonzero exit as the agents word it: `Exit code 1` (Claude Code), `Process exited with code
+# 1` (Codex), `<exited with exit code 1>` (Copilot CLI). The line itself says nothing of what failed.
+_EXIT_LINE = re.compile(
+    r"^<?(?:[\w :]*\b)?(?:exit code|exit status|exited with (?:exit )?code):? ?(-?\d+)>?$", re.I
+)
+_TAG = re.compile(r"</?[\w-]+>|\x1b\[[0-9;?]*[A-Za-z]")  # <tool_use_error>, terminal escapes
+_FAILING_WORD = re.compile(
+    r"error|fail|cannot|can't|not found|no such|denied|invalid|unable|refused|not permitted", re.I
+)
+_NUMBERED = re.compile(r"^\s*\d+(?:→|\t)")  # a line of a file as a read tool shows it (cat -n)
 _SPACE = re.compile(r"\s+")
 _MAX_FACT = 200  # an error line or instruction is compared on its first 200 characters
 _COMMAND_KEYS = ("command", "cmd")
@@ -101,6 +120,7 @@ class _Span:
     user_texts: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # everything said or returned
     commands: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # what failed, from the tool results
 
     def add(self, message: dict) -> None:
         content = message.get("content")
@@ -129,7 +149,29 @@ class _Span:
                         self.commands.append(command)
                 self.texts.extend(json_strings(block["input"]))
             elif kind == "tool_result":
-                self.texts.extend(json_strings(block.get("content")))
+                texts = list(json_strings(block.get("content")))
+                self.texts.extend(texts)
+                self.errors.extend(failures(texts, block.get("is_error") is True))
+
+
+def failures(texts: list[str], is_error: bool) -> list[str]:
+    """The lines of a tool result that say what failed. A failed result with no such line (marked
+    is_error, or with a nonzero exit) gives one line instead: a command's last line of output, or the
+    first line of a refused call (`File has not been read yet...`)."""
+    lines = [_TAG.sub("", line).strip() for text in texts for line in text.splitlines()]
+    found = [
+        line
+        for line in lines
+        if _FAILURE.match(line) and not _NUMBERED.match(line) and not _CODE_LINE.search(line)
+    ]
+    exits = [m for line in lines if (m := _EXIT_LINE.match(line))]
+    if found or not (is_error or any(m.group(1) != "0" for m in exits)):
+        return found
+    said = [line for line in lines if line and not _EXIT_LINE.match(line)]
+    if not exits:
+        return said[:1]
+    telling = [line for line in said if _FAILING_WORD.search(line)]
+    return (telling or said)[-1:]
 
 
 def _ordered(found: Iterable[str]) -> list[str]:
@@ -139,11 +181,10 @@ def _ordered(found: Iterable[str]) -> list[str]:
 def extract(span: _Span) -> dict[str, list[str]]:
     """The facts of a span per category, each once, in order of appearance."""
     text = "\n".join(span.texts)
-    lines = [line.strip() for line in text.splitlines()]
     return {
         "paths": _ordered(m.group(0) for m in _PATH.finditer(text)),
         "commands": _ordered(_squash(c.splitlines()[0])[:_MAX_FACT] for c in span.commands),
-        "errors": _ordered(_squash(line)[:_MAX_FACT] for line in lines if _ERROR.search(line)),
+        "errors": _ordered(_squash(line)[:_MAX_FACT] for line in span.errors),
         "urls": _ordered(m.group(0).rstrip(".,;:") for m in _URL.finditer(text)),
         "identifiers": _ordered(m.group(0) for m in _IDENTIFIER.finditer(text)),
         "numbers": _ordered(m.group(0) for m in _NUMBER.finditer(text) if len(m.group(0)) >= 3),
