@@ -19,7 +19,19 @@ from compactcli.dialects import Dialect
 from compactcli.layers.summarize import could_be_task, is_user_words, summarizer_view
 from compactcli.pipelines.transcript import dialect_for, read_lines
 
-CATEGORIES = ("paths", "commands", "errors", "urls", "identifiers", "numbers", "instructions")
+# The facts, each once: the overall retention (and --min-retention) is over these.
+FACTS = ("paths", "commands", "errors", "urls", "identifiers", "numbers", "instructions")
+# Views of a continuation's needs: files_changed are paths, unresolved_errors errors, last_state the
+# assistant's last words; beside the overall figure, not in it (a fact is not counted twice).
+CATEGORIES = (*FACTS, "files_changed", "unresolved_errors", "last_state")
+# What an agent needs to carry on after the cut (docs/design.md, "probe: what a continuation needs"):
+# the files it changed, the user's instructions, what still failed, where it stopped. The rest is the
+# long tail of names and numbers, reported apart so that it does not drown these.
+CONTINUATION = ("files_changed", "instructions", "unresolved_errors", "last_state")
+LONG_TAIL = tuple(name for name in CATEGORIES if name not in CONTINUATION)
+_WRITING_TOOL = re.compile(r"write|edit|patch|replace|create|notebook", re.I)
+_PATH_KEYS = ("file_path", "path", "filename", "notebook_path")
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)  # apply_patch's headers
 
 _URL = re.compile(r"https?://[^\s<>\"'`)\]]+")
 _PATH = re.compile(
@@ -80,15 +92,25 @@ class ProbeResult:
 
     @property
     def total(self) -> int:
-        return sum(r.total for r in self.categories.values())
+        return sum(self.categories[name].total for name in FACTS)
 
     @property
     def survived(self) -> int:
-        return sum(r.survived for r in self.categories.values())
+        return sum(self.categories[name].survived for name in FACTS)
 
     @property
     def score(self) -> float:
         return self.survived / self.total if self.total else 1.0
+
+    def group(self, names: tuple[str, ...]) -> dict:
+        """survived, total and retention over the categories `names`."""
+        total = sum(self.categories[n].total for n in names)
+        survived = sum(self.categories[n].survived for n in names)
+        return {
+            "survived": survived,
+            "total": total,
+            "retention": round(survived / total if total else 1.0, 4),
+        }
 
     def to_json(self) -> dict:
         return {
@@ -97,6 +119,8 @@ class ProbeResult:
             "retention": round(self.score, 4),
             "survived": self.survived,
             "total": self.total,
+            "continuation": self.group(CONTINUATION),
+            "long_tail": self.group(LONG_TAIL),
             "categories": {
                 name: {
                     "survived": r.survived,
@@ -121,6 +145,12 @@ class _Span:
     texts: list[str] = field(default_factory=list)  # everything said or returned
     commands: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # what failed, from the tool results
+    changed_files: list[str] = field(default_factory=list)  # paths a writing tool was given
+    last_state: str = ""  # the last thing the assistant said
+    # what still failed at the end: by call (its command, or its tool and path), the failures of its
+    # latest run; a later run of the same call that did not fail resolves them
+    unresolved: dict[str, list[str]] = field(default_factory=dict)
+    _calls: dict[str, str] = field(default_factory=dict)  # tool_use id -> its call
 
     def add(self, message: dict) -> None:
         content = message.get("content")
@@ -131,6 +161,8 @@ class _Span:
             self.texts.append(content)
             if users and could_be_task(content):
                 self.user_texts.append(content)
+            if message.get("role") == "assistant" and content.strip():
+                self.last_state = content
             return
         for block in content if isinstance(content, list) else ():
             if not isinstance(block, dict):
@@ -140,7 +172,10 @@ class _Span:
                 self.texts.append(block["text"])
                 if users and could_be_task(block["text"]):
                     self.user_texts.append(block["text"])
+                if message.get("role") == "assistant" and block["text"].strip():
+                    self.last_state = block["text"]
             elif kind == "tool_use" and isinstance(block.get("input"), dict):
+                self._note_call(block)
                 for key in _COMMAND_KEYS:
                     command = block["input"].get(key)
                     if isinstance(command, list):
@@ -151,7 +186,25 @@ class _Span:
             elif kind == "tool_result":
                 texts = list(json_strings(block.get("content")))
                 self.texts.extend(texts)
-                self.errors.extend(failures(texts, block.get("is_error") is True))
+                failed = failures(texts, block.get("is_error") is True)
+                self.errors.extend(failed)
+                call = self._calls.get(str(block.get("tool_use_id")))
+                if call is not None:
+                    if failed:
+                        self.unresolved[call] = failed
+                    else:
+                        self.unresolved.pop(call, None)
+
+    def _note_call(self, block: dict) -> None:
+        name, given = str(block.get("name") or ""), block["input"]
+        paths = [given[k] for k in _PATH_KEYS if isinstance(given.get(k), str) and given[k].strip()]
+        if _WRITING_TOOL.search(name):
+            self.changed_files.extend(paths)
+            for text in json_strings(given):
+                self.changed_files.extend(m.strip() for m in _PATCH_FILE.findall(text))
+        command = next((given[k] for k in _COMMAND_KEYS if given.get(k)), None)
+        call = _squash(" ".join(map(str, command)) if isinstance(command, list) else str(command or ""))
+        self._calls[str(block.get("id"))] = call or f"{name} {' '.join(paths)}"
 
 
 def failures(texts: list[str], is_error: bool) -> list[str]:
@@ -189,11 +242,16 @@ def extract(span: _Span) -> dict[str, list[str]]:
         "identifiers": _ordered(m.group(0) for m in _IDENTIFIER.finditer(text)),
         "numbers": _ordered(m.group(0) for m in _NUMBER.finditer(text) if len(m.group(0)) >= 3),
         "instructions": _ordered(_squash(t)[:_MAX_FACT] for t in span.user_texts if t.strip()),
+        "files_changed": _ordered(span.changed_files),
+        "unresolved_errors": _ordered(
+            _squash(line)[:_MAX_FACT] for failed in span.unresolved.values() for line in failed
+        ),
+        "last_state": _ordered([_squash(span.last_state)[:_MAX_FACT]]),
     }
 
 
 def _survives(category: str, fact: str, haystack: str, folded: str) -> bool:
-    if category in ("errors", "instructions", "commands"):
+    if category in ("errors", "instructions", "commands", "unresolved_errors", "last_state"):
         return fact.casefold() in folded
     if category in ("identifiers", "numbers"):
         return re.search(rf"(?<![\w.]){re.escape(fact)}(?![\w])", haystack) is not None
