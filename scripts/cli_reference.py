@@ -15,15 +15,16 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from compactcli.cli import COMMANDS, cli
+from compactcli.cli.options import BriefHelpCommand
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 WIDTH = 100  # the help's wrapping width: fixed, so the page does not depend on the terminal
 
 
-def help_page(*args: str) -> str:
+def help_page(*args: str, flag: str = "--help") -> str:
     with tempfile.TemporaryDirectory() as empty, contextlib.chdir(empty):
         # an empty folder: no settings file of the caller's changes the defaults shown
-        done = CliRunner().invoke(cli, [*args, "--help"], terminal_width=WIDTH, prog_name="compactcli")
+        done = CliRunner().invoke(cli, [*args, flag], terminal_width=WIDTH, prog_name="compactcli")
     if done.exit_code != 0:
         raise SystemExit(f"compactcli {' '.join(args)} --help failed: {done.output}")
     return done.stdout.rstrip() + "\n"
@@ -32,12 +33,15 @@ def help_page(*args: str) -> str:
 def reference() -> str:
     parts = [
         "# Command reference\n",
-        "Generated from each command's `--help` by `scripts/cli_reference.py`; do not edit by hand.\n",
+        "Generated from each command's `--help` (`--help-all` where there is one) by "
+        "`scripts/cli_reference.py`; do not edit by hand.\n",
         "## compactcli\n",
         "```text\n" + help_page() + "```\n",
     ]
     for name in COMMANDS:
-        parts += [f"## compactcli {name}\n", "```text\n" + help_page(name) + "```\n"]
+        # a command whose --help is brief has it all under --help-all: the page is that
+        flag = "--help-all" if isinstance(cli.get_command(None, name), BriefHelpCommand) else "--help"
+        parts += [f"## compactcli {name}\n", "```text\n" + help_page(name, flag=flag) + "```\n"]
     return "\n".join(parts)
 
 

@@ -265,3 +265,18 @@ def test_a_cache_file_of_another_scope_is_never_used(tmp_path, monkeypatch):
     assert other.path != mine.path
     other.path.write_bytes(mine.path.read_bytes())  # as if the names collided
     assert RunCache.open("micro", {"keep": 4}, {UNCHANGED}).known([str(path)]) == {}
+
+
+def test_an_edit_to_any_module_outside_run_is_a_new_code_version(tmp_path: Path) -> None:
+    """An edited install never reuses answers: the code version covers every package, not run/ alone."""
+    import compactcli.pipelines.estimate_file as module
+    from compactcli.run import cache
+
+    before = cache._code_version()
+    path = Path(module.__file__)
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    try:
+        assert cache._code_version() != before
+    finally:
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))

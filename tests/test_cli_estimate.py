@@ -875,3 +875,87 @@ def test_attachments_are_counted_where_the_model_sees_them(tmp_path: Path) -> No
     assert with_it - without >= 120  # 1,040 characters of prompt
     seed_with = one(write(tmp_path / "c.jsonl", [*records, attachment]), "--method", "seed")["tokens"]
     assert seed_with == seed([records[0]["message"]])  # seed is the formula over message objects only
+
+
+# --- the table: every number has a column, and it fits the terminal --------------------------------
+
+
+def table_rows(stdout: str) -> tuple[list[str], list[dict[str, str]]]:
+    """The header's titles and each row as title -> cell, cut where the header puts each column (numbers
+    end under their title, dialect starts under its own; the path, notes and all, runs to the end)."""
+    header, *lines = stdout.splitlines()
+    found = list(re.finditer(r"\S+", header))
+    titles = [m[0] for m in found]
+    spans, start = [], 0
+    for i, m in enumerate(found):
+        if m[0] == "path":
+            spans.append((m.start(), None))
+            break
+        end = found[i + 1].start() - 2 if m[0] == "dialect" else m.end()
+        spans.append((start, end))
+        start = end + 2
+    return titles, [{t: line[a:b].strip() for t, (a, b) in zip(titles, spans, strict=True)} for line in lines]
+
+
+def number(cell: str) -> int:
+    return 0 if cell == "-" else int(cell.replace(",", ""))
+
+
+def table_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return {**env, **extra}
+
+
+def test_table_tokens_are_recorded_plus_added_plus_overhead(tmp_path: Path) -> None:
+    recorded = write(tmp_path / "recorded.jsonl", split_response_session())
+    plain = write(tmp_path / "plain.jsonl", [{"role": "user", "content": "hello " * 50}])
+    done = run_cli("estimate", "--overhead", "700", recorded, plain, text=True, env=table_env())
+    assert done.returncode == 0, done.stderr
+    titles, rows = table_rows(done.stdout)
+    assert titles[:4] == ["tokens", "recorded", "added", "overhead"]
+    by_path = {row["path"]: row for row in rows}
+    # The last call's context, added up by hand: 1,200 input + 300 cache writes + 5,000 cache reads.
+    assert by_path[str(recorded)]["recorded"] == "6,500"
+    assert by_path[str(recorded)]["overhead"] == "-"  # the recording holds the system prompt already
+    assert by_path[str(plain)]["recorded"] == "-" and by_path[str(plain)]["overhead"] == "700"
+    split = ("text", "tool_in", "tool_out", "thinking", "images")
+    # Nothing recorded: what is added is the heuristic's count of it all, which the split divides.
+    assert number(by_path[str(plain)]["added"]) == sum(number(by_path[str(plain)][t]) for t in split) > 0
+    for row in rows:
+        parts = number(row["recorded"]) + number(row["added"]) + number(row["overhead"])
+        assert number(row["tokens"]) == parts, row
+    assert rows[-1]["path"] == "total (2 files, auto)"
+
+
+@pytest.mark.parametrize("width", [50, 80, 100, 130])
+def test_table_fits_the_terminal_dropping_the_least_needed_columns(tmp_path: Path, width: int) -> None:
+    for name in ("a", "b"):
+        write(tmp_path / f"{name}.jsonl", split_response_session())
+    done = run_cli(
+        "estimate", "--max-tokens", "100000", ".", cwd=tmp_path, text=True, env=table_env(COLUMNS=str(width))
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert all(len(line) <= width for line in lines), (width, lines)
+    titles, rows = table_rows(done.stdout)
+    assert titles[:2] == ["tokens", "%max"] and titles[-1] == "path"  # always there
+    assert [row["path"] for row in rows] == ["a.jsonl", "b.jsonl", "total (2 files, auto)"]
+    everything = run_cli("estimate", "--max-tokens", "100000", ".", cwd=tmp_path, text=True, env=table_env())
+    all_titles, all_rows = table_rows(everything.stdout)
+    assert len(all_titles) == 15 and len(max(everything.stdout.splitlines(), key=len)) > 130
+    # The columns kept are the full table's, in its order, with the same cells.
+    assert [t for t in all_titles if t in titles] == titles
+    assert [{t: row[t] for t in titles} for row in all_rows] == rows
+    if width >= 100:
+        assert "recorded" in titles and "bytes" not in titles
+
+
+def test_a_wide_terminal_and_a_pipe_get_every_column(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.jsonl", split_response_session())
+    wide = run_cli("estimate", path, text=True, env=table_env(COLUMNS="400"))
+    piped = run_cli("estimate", path, text=True, env=table_env())
+    assert wide.stdout == piped.stdout
+    assert table_rows(piped.stdout)[0] == [
+        "tokens", "recorded", "added", "overhead", "text", "tool_in", "tool_out", "thinking", "images",
+        "msgs", "results", "bytes", "dialect", "path",
+    ]  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +80,32 @@ def test_jobs_is_described(command: str) -> None:
     page = compactcli_run(command, "--help").stdout
     [line] = [line for line in page.splitlines() if "-j, --jobs" in line]
     assert "parallel" in line
+
+
+@pytest.mark.parametrize("command", ["summarize", "replay"])
+def test_help_is_what_a_terminal_needs_and_help_all_has_the_rest(command: str) -> None:
+    env = dict(os.environ, COLUMNS="80")
+    brief = compactcli_run(command, "--help", env=env)
+    whole = compactcli_run(command, "--help-all", env=env)
+    assert brief.returncode == whole.returncode == 0
+    assert len(brief.stdout.splitlines()) < 60
+    assert "--help-all" in brief.stdout and "docs/cli.md" in brief.stdout
+    assert len(whole.stdout.splitlines()) > 2 * len(brief.stdout.splitlines())
+    assert all(len(line) <= 80 for line in whole.stdout.splitlines())
+    # Every option the command takes is on the --help-all page; --help names a few of them.
+    from compactcli.cli import cli
+
+    options = [opt for p in cli.get_command(None, command).params for opt in p.opts if opt.startswith("--")]
+    named = set(re.findall(r"^\s+(?:-\w, )?(--[\w-]+)", whole.stdout, flags=re.M))
+    assert set(options) <= named, set(options) - named
+    shown = set(re.findall(r"^\s+(?:-\w, )?(--[\w-]+)", brief.stdout.split("Options:", 1)[1], flags=re.M))
+    assert shown < named and {"--format", "--backend", "--threshold", "--help"} <= shown
+    # What --help leaves out of the text is under --help-all, before the same examples.
+    assert (
+        whole.stdout.split("Examples:", 1)[1].split("\n\n")[0]
+        == brief.stdout.split("Examples:", 1)[1].split("\n\n")[0]
+    )
+    details = {"summarize": "replacement_history", "replay": "Model calls, per dialect"}[command]
+    assert details in whole.stdout and details not in brief.stdout
+    # --help-all is eager, as --help is: the options beside it do not run.
+    assert compactcli_run(command, "--help-all", "--no-redact", env=env).stdout == whole.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -49,7 +50,8 @@ def probe_json(*args: object) -> tuple[int, dict]:
 
 def test_all_facts_survive(tmp_path: Path) -> None:
     original = write(tmp_path / "orig.jsonl", ORIGINAL)
-    text = f"Task: {TASK}. Ran `pytest -x tests`: {ERROR}. Docs: https://example.org/config, 4821 rows."
+    last = "See https://example.org/config for the 4821 rows."  # the assistant's last words
+    text = f"Task: {TASK}. Ran `pytest -x tests`: {ERROR}. {last}"
     code, report = probe_json(original, summary_file(tmp_path / "short.jsonl", text))
     assert code == 0
     assert report["retention"] == 1.0
@@ -151,3 +153,80 @@ def test_only_the_users_own_words_are_instructions(tmp_path: Path) -> None:
     original = write(tmp_path / "cc.jsonl", records)
     _, report = probe_json(original, summary_file(tmp_path / "short.jsonl", "nothing kept"))
     assert report["categories"]["instructions"]["missing"] == ["Rename load_config to read_config"]
+
+
+# --- errors are what failed -----------------------------------------------------------------------
+
+CODE = "class LedgerError(ValueError):\n    pass\n\nexcept OSError as error:\n    raise\nerror: str = ''\n"
+FAILED_TEST = (
+    'Exit code 1\nTraceback (most recent call last):\n  File "x.py"\nValueError: amount is not a number'
+)
+REFUSED = "<tool_use_error>File has not been read yet. Read it first.</tool_use_error>"
+MAKE = "cc -c a.c\nmake: *** No rule to make target 'clean'. Stop.\nProcess exited with code 2"
+
+
+def failing_session() -> list[dict]:
+    def call(call_id: str, name: str, **tool_input) -> dict:
+        return {"type": "tool_use", "id": call_id, "name": name, "input": tool_input}
+
+    def answer(call_id: str, text: str, **extra) -> dict:
+        return {"type": "tool_result", "tool_use_id": call_id, "content": text, **extra}
+
+    return [
+        {"role": "user", "content": "Make the ledger tests pass"},
+        {
+            "role": "assistant",
+            "content": [call("r", "read_file", path="a.py"), call("t", "bash", command="pytest")],
+        },
+        # code that names errors is no failure; the test run is
+        {"role": "user", "content": [answer("r", CODE), answer("t", FAILED_TEST, is_error=True)]},
+        {
+            "role": "assistant",
+            "content": [call("w", "write_file", path="b.txt"), call("m", "bash", command="make")],
+        },
+        {"role": "user", "content": [answer("w", REFUSED, is_error=True), answer("m", MAKE)]},
+    ]
+
+
+def test_errors_are_what_failed_not_code_that_names_an_error(tmp_path: Path) -> None:
+    original = write(tmp_path / "orig.jsonl", failing_session())
+    code, report = probe_json(original, summary_file(tmp_path / "short.jsonl", "nothing kept"))
+    assert code == 0
+    # By hand: the exception line of the traceback, the refused call's message (its tags off), and the
+    # telling last line of the command that exited 2; nothing of the file read, no bare exit line.
+    assert report["categories"]["errors"]["missing"] == [
+        "ValueError: amount is not a number",
+        "File has not been read yet. Read it first.",
+        "make: *** No rule to make target 'clean'. Stop.",
+    ]
+
+
+def test_a_continuations_needs_are_reported_apart_from_the_long_tail(tmp_path: Path) -> None:
+    records = [
+        *failing_session(),
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "m2", "name": "bash", "input": {"command": "make"}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "m2", "content": "built"}]},
+        {"role": "assistant", "content": "The build passes; pytest still fails on the amount."},
+    ]
+    original = write(tmp_path / "orig.jsonl", records)
+    kept = "Make the ledger tests pass. Changed b.txt. ValueError: amount is not a number"
+    code, report = probe_json(original, summary_file(tmp_path / "short.jsonl", kept))
+    categories = report["categories"]
+    # By hand: the writing tool's path; make failed, then ran clean (resolved); pytest and the refused
+    # write are unresolved at the end; the last words are the assistant's last message.
+    assert (categories["files_changed"]["total"], categories["files_changed"]["missing"]) == (1, [])
+    assert categories["unresolved_errors"]["missing"] == ["File has not been read yet. Read it first."]
+    assert categories["unresolved_errors"]["total"] == 2
+    assert categories["last_state"]["missing"] == ["The build passes; pytest still fails on the amount."]
+    # continuation: files_changed 1/1, instructions 1/1, unresolved_errors 1/2, last_state 0/1
+    assert report["continuation"] == {"survived": 3, "total": 5, "retention": 0.6}
+    tail = [categories[n] for n in ("paths", "commands", "errors", "urls", "identifiers", "numbers")]
+    assert report["long_tail"]["total"] == sum(c["total"] for c in tail)
+    assert report["long_tail"]["survived"] == sum(c["survived"] for c in tail)
+    facts = ("paths", "commands", "errors", "urls", "identifiers", "numbers", "instructions")
+    assert report["total"] == sum(categories[n]["total"] for n in facts)  # each fact once
+    table = run_cli("probe", original, tmp_path / "short.jsonl", text=True).stdout
+    assert re.search(r"^continuation\s+3\s+5\s+0\.60$", table, flags=re.M), table

@@ -501,3 +501,59 @@ def summarizer_options() -> Callable:
         click.option("--no-redact", is_flag=True, help="Do not replace secrets before sending."),
     ]
     return lambda func: _decorated(_gathered(func, "summarizer_settings", SummarizerSettings), options)
+
+
+class BriefHelpCommand(click.Command):
+    """A command whose --help is what a user needs at the terminal: the help, the options named in
+    `common`, and a pointer to `--help-all`, which adds `details` (the help's long tail) and every option.
+    docs/cli.md is generated from --help-all."""
+
+    def __init__(self, *args: Any, details: str = "", common: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.details = details
+        self.common = common
+        self.params.append(
+            click.Option(
+                ["--help-all"],
+                is_flag=True,
+                expose_value=False,
+                is_eager=True,
+                callback=self._help_all,
+                help="Every option, and the details.",
+            )
+        )
+
+    def _help_all(self, ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        if not value or ctx.resilient_parsing:
+            return
+        ctx.meta["help_all"] = True
+        click.echo(ctx.get_help(), color=ctx.color)
+        ctx.exit()
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        import inspect
+
+        text = inspect.cleandoc(self.help or "")
+        if ctx.meta.get("help_all"):
+            head, examples, tail = text.partition("\b\nExamples:")  # the details go before the examples
+            text = f"{head.rstrip()}\n\n{inspect.cleandoc(self.details)}\n\n{examples}{tail}".rstrip()
+        else:
+            more = "More: --help-all (every option, and the details; docs/cli.md)."
+            text = f"{text}\n\n{more}"
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write_text(text)
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        if ctx.meta.get("help_all") or not self.common or not ctx.meta.get("formatting_help"):
+            return params
+        help_option = self.get_help_option(ctx)
+        return [p for p in params if p.name in (*self.common, "help_all") or p is help_option]
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        ctx.meta["formatting_help"] = True
+        try:
+            super().format_options(ctx, formatter)
+        finally:
+            ctx.meta["formatting_help"] = False

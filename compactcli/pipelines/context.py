@@ -477,6 +477,21 @@ class ContextCounter:
         return conv.heuristic.tokens + self.overhead
 
     @property
+    def parts(self) -> dict[str, int]:
+        """What `tokens` adds up (auto and heuristic): `recorded`, the context the last recorded call was
+        sent; `added`, the heuristic count of what came after it (of everything when none is recorded);
+        `overhead`. Empty for methods whose figure is one count (seed, api, usage)."""
+        conv = self.active
+        if conv.seed is not None or conv.sent is not None or conv.heuristic is None:
+            return {}
+        if self.method == "auto" and conv.usage is not None:
+            if conv.usage.last is not None and conv.at_call is not None:
+                return {"recorded": conv.usage.last, "added": conv.heuristic.tokens - conv.at_call}
+        elif self.method != "heuristic":
+            return {}
+        return {"added": conv.heuristic.tokens, "overhead": self.overhead}
+
+    @property
     def method_used(self) -> str:
         """How the figure was made: auto says which of its two ways it took."""
         if self.method != "auto":

@@ -66,6 +66,8 @@ def estimate_stream(
         "active_from": counter.start_line or None,
         "unreadable_lines": unreadable,
     }
+    if tokens is not None and (parts := counter.parts):
+        stats["parts"] = parts
     usage = counter.usage
     if usage is not None:
         stats["usage"] = {"calls": usage.calls, "output_tokens": usage.output_tokens}

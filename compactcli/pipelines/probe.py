@@ -19,7 +19,19 @@ from compactcli.dialects import Dialect
 from compactcli.layers.summarize import could_be_task, is_user_words, summarizer_view
 from compactcli.pipelines.transcript import dialect_for, read_lines
 
-CATEGORIES = ("paths", "commands", "errors", "urls", "identifiers", "numbers", "instructions")
+# The facts, each once: the overall retention (and --min-retention) is over these.
+FACTS = ("paths", "commands", "errors", "urls", "identifiers", "numbers", "instructions")
+# Views of a continuation's needs: files_changed are paths, unresolved_errors errors, last_state the
+# assistant's last words; beside the overall figure, not in it (a fact is not counted twice).
+CATEGORIES = (*FACTS, "files_changed", "unresolved_errors", "last_state")
+# What an agent needs to carry on after the cut (docs/design.md, "probe: what a continuation needs"):
+# the files it changed, the user's instructions, what still failed, where it stopped. The rest is the
+# long tail of names and numbers, reported apart so that it does not drown these.
+CONTINUATION = ("files_changed", "instructions", "unresolved_errors", "last_state")
+LONG_TAIL = tuple(name for name in CATEGORIES if name not in CONTINUATION)
+_WRITING_TOOL = re.compile(r"write|edit|patch|replace|create|notebook", re.I)
+_PATH_KEYS = ("file_path", "path", "filename", "notebook_path")
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)  # apply_patch's headers
 
 _URL = re.compile(r"https?://[^\s<>\"'`)\]]+")
 _PATH = re.compile(
@@ -29,9 +41,28 @@ _IDENTIFIER = re.compile(
     r"\b(?:[A-Za-z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b"
 )
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
-_ERROR = re.compile(
-    r"\b(?:error|exception|traceback|failed|failure|fatal|panic)\b|\w(?:Error|Exception)\b", re.I
+# A line that says something failed, at its start: `ValueError: ...`, `error: ...`, `fatal: ...`, a
+# test runner's FAILED line, a nonzero exit. Code that names an error (`class LedgerError(ValueError):`,
+# `except OSError:`) is no failure; the traceback's header is the same in every traceback, so its last
+# line (the exception) is the fact.
+_FAILURE = re.compile(
+    r"^(?:(?-i:[\w.]*(?:Error|Exception|Failure|Fault))(?:\[\w+\])?:\s"
+    r"|(?:error|fatal|panic)(?:\[\w+\])?:\s(?![\w.|\[\] ]+(?:\s=\s|$))"  # not `error: str = ""`
+    r"|(?-i:FAILED|FAIL|ERROR)\b|npm ERR!"
+    r"|E\s{2,}\S)",
+    re.I,
 )
+_CODE_LINE = re.compile(r"[,;{(\[]$")  # `error: data.error,` is a field in code, not a failure
+# A command's nonzero exit as the agents word it: `Exit code 1` (Claude Code), `Process exited with code
+# 1` (Codex), `<exited with exit code 1>` (Copilot CLI). The line itself says nothing of what failed.
+_EXIT_LINE = re.compile(
+    r"^<?(?:[\w :]*\b)?(?:exit code|exit status|exited with (?:exit )?code):? ?(-?\d+)>?$", re.I
+)
+_TAG = re.compile(r"</?[\w-]+>|\x1b\[[0-9;?]*[A-Za-z]")  # <tool_use_error>, terminal escapes
+_FAILING_WORD = re.compile(
+    r"error|fail|cannot|can't|not found|no such|denied|invalid|unable|refused|not permitted", re.I
+)
+_NUMBERED = re.compile(r"^\s*\d+(?:→|\t)")  # a line of a file as a read tool shows it (cat -n)
 _SPACE = re.compile(r"\s+")
 _MAX_FACT = 200  # an error line or instruction is compared on its first 200 characters
 _COMMAND_KEYS = ("command", "cmd")
@@ -61,15 +92,25 @@ class ProbeResult:
 
     @property
     def total(self) -> int:
-        return sum(r.total for r in self.categories.values())
+        return sum(self.categories[name].total for name in FACTS)
 
     @property
     def survived(self) -> int:
-        return sum(r.survived for r in self.categories.values())
+        return sum(self.categories[name].survived for name in FACTS)
 
     @property
     def score(self) -> float:
         return self.survived / self.total if self.total else 1.0
+
+    def group(self, names: tuple[str, ...]) -> dict:
+        """survived, total and retention over the categories `names`."""
+        total = sum(self.categories[n].total for n in names)
+        survived = sum(self.categories[n].survived for n in names)
+        return {
+            "survived": survived,
+            "total": total,
+            "retention": round(survived / total if total else 1.0, 4),
+        }
 
     def to_json(self) -> dict:
         return {
@@ -78,6 +119,8 @@ class ProbeResult:
             "retention": round(self.score, 4),
             "survived": self.survived,
             "total": self.total,
+            "continuation": self.group(CONTINUATION),
+            "long_tail": self.group(LONG_TAIL),
             "categories": {
                 name: {
                     "survived": r.survived,
@@ -101,6 +144,13 @@ class _Span:
     user_texts: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # everything said or returned
     commands: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # what failed, from the tool results
+    changed_files: list[str] = field(default_factory=list)  # paths a writing tool was given
+    last_state: str = ""  # the last thing the assistant said
+    # what still failed at the end: by call (its command, or its tool and path), the failures of its
+    # latest run; a later run of the same call that did not fail resolves them
+    unresolved: dict[str, list[str]] = field(default_factory=dict)
+    _calls: dict[str, str] = field(default_factory=dict)  # tool_use id -> its call
 
     def add(self, message: dict) -> None:
         content = message.get("content")
@@ -111,6 +161,8 @@ class _Span:
             self.texts.append(content)
             if users and could_be_task(content):
                 self.user_texts.append(content)
+            if message.get("role") == "assistant" and content.strip():
+                self.last_state = content
             return
         for block in content if isinstance(content, list) else ():
             if not isinstance(block, dict):
@@ -120,7 +172,10 @@ class _Span:
                 self.texts.append(block["text"])
                 if users and could_be_task(block["text"]):
                     self.user_texts.append(block["text"])
+                if message.get("role") == "assistant" and block["text"].strip():
+                    self.last_state = block["text"]
             elif kind == "tool_use" and isinstance(block.get("input"), dict):
+                self._note_call(block)
                 for key in _COMMAND_KEYS:
                     command = block["input"].get(key)
                     if isinstance(command, list):
@@ -129,7 +184,47 @@ class _Span:
                         self.commands.append(command)
                 self.texts.extend(json_strings(block["input"]))
             elif kind == "tool_result":
-                self.texts.extend(json_strings(block.get("content")))
+                texts = list(json_strings(block.get("content")))
+                self.texts.extend(texts)
+                failed = failures(texts, block.get("is_error") is True)
+                self.errors.extend(failed)
+                call = self._calls.get(str(block.get("tool_use_id")))
+                if call is not None:
+                    if failed:
+                        self.unresolved[call] = failed
+                    else:
+                        self.unresolved.pop(call, None)
+
+    def _note_call(self, block: dict) -> None:
+        name, given = str(block.get("name") or ""), block["input"]
+        paths = [given[k] for k in _PATH_KEYS if isinstance(given.get(k), str) and given[k].strip()]
+        if _WRITING_TOOL.search(name):
+            self.changed_files.extend(paths)
+            for text in json_strings(given):
+                self.changed_files.extend(m.strip() for m in _PATCH_FILE.findall(text))
+        command = next((given[k] for k in _COMMAND_KEYS if given.get(k)), None)
+        call = _squash(" ".join(map(str, command)) if isinstance(command, list) else str(command or ""))
+        self._calls[str(block.get("id"))] = call or f"{name} {' '.join(paths)}"
+
+
+def failures(texts: list[str], is_error: bool) -> list[str]:
+    """The lines of a tool result that say what failed. A failed result with no such line (marked
+    is_error, or with a nonzero exit) gives one line instead: a command's last line of output, or the
+    first line of a refused call (`File has not been read yet...`)."""
+    lines = [_TAG.sub("", line).strip() for text in texts for line in text.splitlines()]
+    found = [
+        line
+        for line in lines
+        if _FAILURE.match(line) and not _NUMBERED.match(line) and not _CODE_LINE.search(line)
+    ]
+    exits = [m for line in lines if (m := _EXIT_LINE.match(line))]
+    if found or not (is_error or any(m.group(1) != "0" for m in exits)):
+        return found
+    said = [line for line in lines if line and not _EXIT_LINE.match(line)]
+    if not exits:
+        return said[:1]
+    telling = [line for line in said if _FAILING_WORD.search(line)]
+    return (telling or said)[-1:]
 
 
 def _ordered(found: Iterable[str]) -> list[str]:
@@ -139,20 +234,24 @@ def _ordered(found: Iterable[str]) -> list[str]:
 def extract(span: _Span) -> dict[str, list[str]]:
     """The facts of a span per category, each once, in order of appearance."""
     text = "\n".join(span.texts)
-    lines = [line.strip() for line in text.splitlines()]
     return {
         "paths": _ordered(m.group(0) for m in _PATH.finditer(text)),
         "commands": _ordered(_squash(c.splitlines()[0])[:_MAX_FACT] for c in span.commands),
-        "errors": _ordered(_squash(line)[:_MAX_FACT] for line in lines if _ERROR.search(line)),
+        "errors": _ordered(_squash(line)[:_MAX_FACT] for line in span.errors),
         "urls": _ordered(m.group(0).rstrip(".,;:") for m in _URL.finditer(text)),
         "identifiers": _ordered(m.group(0) for m in _IDENTIFIER.finditer(text)),
         "numbers": _ordered(m.group(0) for m in _NUMBER.finditer(text) if len(m.group(0)) >= 3),
         "instructions": _ordered(_squash(t)[:_MAX_FACT] for t in span.user_texts if t.strip()),
+        "files_changed": _ordered(span.changed_files),
+        "unresolved_errors": _ordered(
+            _squash(line)[:_MAX_FACT] for failed in span.unresolved.values() for line in failed
+        ),
+        "last_state": _ordered([_squash(span.last_state)[:_MAX_FACT]]),
     }
 
 
 def _survives(category: str, fact: str, haystack: str, folded: str) -> bool:
-    if category in ("errors", "instructions", "commands"):
+    if category in ("errors", "instructions", "commands", "unresolved_errors", "last_state"):
         return fact.casefold() in folded
     if category in ("identifiers", "numbers"):
         return re.search(rf"(?<![\w.]){re.escape(fact)}(?![\w])", haystack) is not None

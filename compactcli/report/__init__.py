@@ -37,22 +37,27 @@ CHANGED, UNCHANGED, WOULD_CHANGE, FAILED, BUSY, SKIPPED = (
 SEVERITY = (errors.IO_ERR, errors.DATA_ERR, errors.UNAVAILABLE, errors.BUSY, errors.CHECK_FAILED)
 
 # Output formats (--format); --json is --format json. Each command accepts those that apply to it,
-# listed here and nowhere else; the first is its default.
+# listed here and nowhere else; the first is its default. json streams one object per file as each
+# ends (JSON lines); json-document prints one document with them all and the totals, at the end.
 TEXT, TABLE, JSON, CSV, GITHUB = "text", "table", "json", "csv", "github"
+JSON_DOCUMENT = "json-document"
+JSON_FORMATS = (JSON, JSON_DOCUMENT)
 COMMAND_FORMATS = {
-    "micro": (TEXT, JSON, GITHUB),
-    "summarize": (TEXT, JSON, GITHUB),
-    "validate": (TEXT, JSON, GITHUB),
-    "estimate": (TABLE, JSON, CSV, GITHUB),
-    "replay": (TEXT, JSON, TABLE, CSV),
-    "restore": (TEXT, JSON),
-    "prune": (TEXT, JSON),
-    "probe": (TABLE, JSON),
+    "micro": (TEXT, JSON, JSON_DOCUMENT, GITHUB),
+    "summarize": (TEXT, JSON, JSON_DOCUMENT, GITHUB),
+    "validate": (TEXT, JSON, JSON_DOCUMENT, GITHUB),
+    "estimate": (TABLE, JSON, JSON_DOCUMENT, CSV, GITHUB),
+    "replay": (TEXT, JSON, JSON_DOCUMENT, TABLE, CSV),
+    "restore": (TEXT, JSON, JSON_DOCUMENT),
+    "prune": (TEXT, JSON, JSON_DOCUMENT),
+    "probe": (TABLE, JSON, JSON_DOCUMENT),
 }
 
 # The JSON object of one file, the same keys in every command (docs/json-output.md).
 SCHEMA_VERSION = 1
 JSON_FIELDS = ("schema_version", "command", "path", "status", "exit_code", "message", "stats")
+# The json-document of a run: these keys, `files` holding each file's object (docs/json-output.md).
+DOCUMENT_FIELDS = ("schema_version", "command", "exit_code", "files", "totals")
 
 
 @dataclass
@@ -148,6 +153,10 @@ def line_of(message: str, path: str) -> int | None:
     return int(number) if number.isdigit() else None
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 class Figures:
     """A command's own part of the report: how its outcomes read. Commands subclass it and override
     what they say differently; the defaults speak of files that are `verb` (e.g. compacted)."""
@@ -181,6 +190,20 @@ class Figures:
         """Data lines after the last file (a table's total)."""
         return iter(())
 
+    def totals(self, outcomes: list[Outcome]) -> dict:
+        """The json-document's `totals`: the files by status, and each of `summed` added up over them."""
+        by_status: dict[str, int] = {}
+        for outcome in outcomes:
+            by_status[outcome.status] = by_status.get(outcome.status, 0) + 1
+        totals: dict = {"files": len(outcomes), "by_status": by_status}
+        for name in self.summed:
+            values = [o.stats[name] for o in outcomes if _is_number(o.stats.get(name))]
+            if values:
+                totals[name] = round(sum(values), 6)
+        return totals
+
+    summed: tuple[str, ...] = ()  # stats added up in the json-document's totals
+
 
 @dataclass
 class Report:
@@ -203,7 +226,7 @@ class Report:
     def done(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
         preview = outcome.stats.pop("preview", None)
-        if self.output_format != JSON:  # in JSON, the --dry-run list is the object's `changes`
+        if self.output_format not in JSON_FORMATS:  # in JSON, the --dry-run list is the object's `changes`
             for change in outcome.stats.pop("changes", ()):
                 where = f"{outcome.path}:{change['line']}" if change["line"] is not None else outcome.path
                 click.echo(f"{where}: {change['change']}")
@@ -211,7 +234,7 @@ class Report:
             click.echo(preview, nl=False)
         if self.output_format == JSON:
             print(json_text(json_object(self.command, outcome)), file=self.data, flush=True)
-        else:
+        elif self.output_format != JSON_DOCUMENT:
             for line in self.figures.lines(outcome, self.output_format):
                 click.echo(line, file=self.data)
         if outcome.status in (FAILED, BUSY):
@@ -224,10 +247,23 @@ class Report:
                 click.echo(line, err=True)
 
     def finish(self) -> int:
-        if self.output_format != JSON:
+        code = exit_code(self.outcomes)
+        if self.output_format == JSON_DOCUMENT:
+            print(json_text(self.document(code)), file=self.data, flush=True)
+        elif self.output_format != JSON:
             for line in self.figures.finish(self.outcomes, self.output_format):
                 click.echo(line, file=self.data)
         line = self.figures.summary(self.outcomes, self.preview)
         if line and not self.quiet:
             click.echo(line, err=True)
-        return exit_code(self.outcomes)
+        return code
+
+    def document(self, code: int) -> dict:
+        """The json-document: DOCUMENT_FIELDS, each file's --json object in `files`, in the order they end."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "command": self.command,
+            "exit_code": code,
+            "files": [json_object(self.command, outcome) for outcome in self.outcomes],
+            "totals": self.figures.totals(self.outcomes),
+        }

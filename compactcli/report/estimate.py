@@ -16,17 +16,68 @@ from compactcli.report import FAILED, Figures, Outcome, annotation, line_of
 
 # --- output -------------------------------------------------------------------------------------
 
-_COLUMNS = (  # (title, width); the path comes last, unpadded
-    ("tokens", 12),
-    ("text", 11),
-    ("tool_in", 11),
-    ("tool_out", 11),
-    ("thinking", 11),
-    ("images", 9),
-    ("msgs", 8),
-    ("results", 8),
-    ("bytes", 14),
+# The table's columns: (key, title), in the order shown; the path comes last. `tokens` is `recorded` +
+# `added` + `overhead` (ContextCounter.parts); text..images split the heuristic count of the whole context.
+_COLUMNS = (
+    ("tokens", "tokens"),
+    ("share", "%max"),
+    ("recorded", "recorded"),
+    ("added", "added"),
+    ("overhead", "overhead"),
+    ("text", "text"),
+    ("tool_inputs", "tool_in"),
+    ("tool_results", "tool_out"),
+    ("thinking", "thinking"),
+    ("images", "images"),
+    ("messages", "msgs"),
+    ("results", "results"),
+    ("bytes", "bytes"),
+    ("dialect", "dialect"),
 )
+# On a narrow terminal columns go in this order until the table fits; tokens, %max and the path stay.
+_DROP_ORDER = (
+    "bytes",
+    "results",
+    "thinking",
+    "images",
+    "tool_inputs",
+    "text",
+    "tool_results",
+    "messages",
+    "overhead",
+    "dialect",
+    "added",
+    "recorded",
+)
+_LEFT = {"dialect"}  # text columns, left-aligned; the rest are numbers
+
+
+def terminal_width() -> int | None:
+    """The width the table must fit: $COLUMNS, else the terminal's; None when stdout is no terminal
+    (a file or a pipe gets every column)."""
+    import os
+    import shutil
+    import sys
+
+    given = os.environ.get("COLUMNS", "")
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def fit_columns(widths: dict[str, int], path_width: int, width: int | None) -> list[str]:
+    """The columns shown: all of them, less those of _DROP_ORDER that a `width` terminal has no room for."""
+    shown = list(widths)
+    if width is None:
+        return shown
+    for key in _DROP_ORDER:
+        if sum(widths[k] + 2 for k in shown) + path_width <= width:
+            break
+        if key in shown:
+            shown.remove(key)
+    return shown
 
 
 def _num(value: int | None) -> str:
@@ -44,6 +95,7 @@ class EstimateFigures(Figures):
         self.method = method
         self.max_tokens = max_tokens
         self._header_done = False
+        self._rows: list[tuple[dict[str, str], str, str, list[str]]] = []  # cells, path, note, --top lines
         self._buffer = io.StringIO()
         self._writer = csv.writer(self._buffer, lineterminator="\n")
 
@@ -59,58 +111,73 @@ class EstimateFigures(Figures):
     def summary(self, outcomes: list[Outcome], preview: bool) -> str:
         return summary(outcomes, self.method, self.max_tokens)
 
-    # table
-    def _table_header(self) -> Iterator[str]:
-        cells = [title.rjust(width) for title, width in _COLUMNS]
-        if self.max_tokens is not None:
-            cells.insert(1, "%max".rjust(6))
-        yield (" ".join([*cells, "dialect".ljust(11), "path"]))
-        self._header_done = True
-
-    def _table_cells(self, stats: dict, tokens: int | None) -> list[str]:
+    # table: rows are kept until the last file, so each column is as wide as its widest cell and the
+    # table fits the terminal.
+    def _cells(self, stats: dict, tokens: int | None) -> dict[str, str]:
         category = stats.get("by_category") or {}
-        values = [
-            tokens,
-            *(category.get(name) for name in CATEGORIES),
-            stats.get("messages"),
-            stats.get("tool_results"),
-            stats.get("bytes"),
-        ]
-        return [_num(v).rjust(width) for v, (_, width) in zip(values, _COLUMNS, strict=True)]
+        parts = stats.get("parts") or {}
+        values = {
+            "tokens": tokens,
+            "recorded": parts.get("recorded"),
+            "added": parts.get("added"),
+            "overhead": parts.get("overhead"),
+            **{name: category.get(name) for name in CATEGORIES},
+            "messages": stats.get("messages"),
+            "results": stats.get("tool_results"),
+            "bytes": stats.get("bytes"),
+        }
+        cells = {key: _num(value) for key, value in values.items()}
+        cells["dialect"] = stats.get("dialect", "")
+        cells["share"] = _percent(stats.get("share")) if "share" in stats else ""
+        return cells
 
     def _table(self, outcome: Outcome) -> Iterator[str]:
         if outcome.status == FAILED:
-            return  # said on stderr
-        if not self._header_done:
-            yield from self._table_header()
+            return iter(())  # said on stderr
         stats = outcome.stats
-        cells = self._table_cells(stats, stats.get("tokens"))
-        if self.max_tokens is not None:
-            cells.insert(1, _percent(stats.get("share")).rjust(6))
         note = f"  ({outcome.message})" if outcome.status in (OVER, NO_USAGE) else ""
-        yield (" ".join([*cells, stats["dialect"].ljust(11), outcome.path]) + note)
-        for item in stats.get("top", ()):
-            where = f"{outcome.path}:{item['line']}"
-            yield (f"    {where}: {item['tool']} result, {item['tokens']:,} tokens")
+        under = [
+            f"    {outcome.path}:{item['line']}: {item['tool']} result, {item['tokens']:,} tokens"
+            for item in stats.get("top", ())
+        ]
+        self._rows.append((self._cells(stats, stats.get("tokens")), outcome.path, note, under))
+        return iter(())
 
     def _table_total(self, outcomes: list[Outcome]) -> Iterator[str]:
         counted = [o for o in outcomes if o.status != FAILED]
         if not counted:
             return
-        if not self._header_done:
-            yield from self._table_header()
-        stats: dict = {"by_category": {}}
-        for o in counted:
-            for name in ("messages", "tool_results", "bytes"):
-                stats[name] = stats.get(name, 0) + (o.stats.get(name) or 0)
-            for name, value in (o.stats.get("by_category") or {}).items():
-                stats["by_category"][name] = stats["by_category"].get(name, 0) + value
-        tokens = sum(o.stats["tokens"] for o in counted if o.stats.get("tokens") is not None)
-        cells = self._table_cells(stats, tokens)
-        if self.max_tokens is not None:
-            cells.insert(1, "".rjust(6))
+        stats = added_up(counted)
         files = f"{len(counted)} file{'s' if len(counted) != 1 else ''}"
-        yield (" ".join([*cells, "".ljust(11), f"total ({files}, {self.method})"]))
+        total = self._cells(stats, stats["tokens"])
+        total["dialect"] = ""
+        rows = [*self._rows, (total, f"total ({files}, {self.method})", "", [])]
+        keys = [key for key, _ in _COLUMNS if key != "share" or self.max_tokens is not None]
+        titles = dict(_COLUMNS)
+        widths = {key: max(len(titles[key]), *(len(row[0][key]) for row in rows)) for key in keys}
+        path_width = max(len(row[1]) for row in rows)  # a note may run past the terminal's edge
+        shown = fit_columns(widths, path_width, terminal_width())
+
+        def line(cells: dict[str, str], path: str) -> str:
+            out = [
+                cells[key].ljust(widths[key]) if key in _LEFT else cells[key].rjust(widths[key])
+                for key in shown
+            ]
+            return "  ".join([*out, path]).rstrip()
+
+        yield line(titles, "path")
+        for cells, path, note, under in rows:
+            yield line(cells, path + note)
+            yield from under
+
+    def totals(self, outcomes: list[Outcome]) -> dict:
+        totals = super().totals(outcomes)
+        totals.update(added_up([o for o in outcomes if o.status != FAILED]))
+        totals["method"] = self.method
+        if self.max_tokens is not None:
+            totals["max_tokens"] = self.max_tokens
+            totals["over"] = sum(1 for o in outcomes if o.status == OVER)
+        return totals
 
     # csv
     CSV_FIELDS = (
@@ -190,6 +257,19 @@ class EstimateFigures(Figures):
             yield self._csv_line(self.CSV_FIELDS)  # an empty result still has its header
 
 
+def added_up(counted: list[Outcome]) -> dict:
+    """The figures of the total line (and the json-document's totals): tokens of the files that have a
+    count, and their parts, split, messages, tool results and bytes, each added up."""
+    stats: dict = {"tokens": 0, "parts": {}, "by_category": {}, "messages": 0, "tool_results": 0, "bytes": 0}
+    for o in counted:
+        for name in ("tokens", "messages", "tool_results", "bytes"):
+            stats[name] += o.stats.get(name) or 0
+        for group in ("by_category", "parts"):
+            for name, value in (o.stats.get(group) or {}).items():
+                stats[group][name] = stats[group].get(name, 0) + value
+    return stats
+
+
 def summary(outcomes: list[Outcome], method: str, max_tokens: int | None) -> str:
     """One line such as `3 files, 412,000 tokens (heuristic), 1 over 150,000`."""
     counted = [o for o in outcomes if o.status != FAILED]
@@ -214,7 +294,7 @@ def summary(outcomes: list[Outcome], method: str, max_tokens: int | None) -> str
 def print_calibration(result: dict, output_format: str, files: int) -> None:
     from compactcli.counting.calibrate import METHODS as CALIBRATED
 
-    if output_format == "json":
+    if output_format in ("json", "json-document"):  # one object either way
         click.echo(json.dumps(result, ensure_ascii=False))
         return
     fields = ("n", "median", "p90", "worst", "bias", "total")

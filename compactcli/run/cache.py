@@ -57,7 +57,7 @@ def stamp_of(st: os.stat_result) -> Stamp:
 
 def _code_version() -> str:
     """The version plus the size and mtime of every module, so an edited install never reuses answers."""
-    package = Path(__file__).parent
+    package = Path(__file__).parent.parent  # compactcli/, not this module's run/
     parts = [__version__]
     for folder, _, names in sorted(os.walk(package)):
         for name in sorted(names):

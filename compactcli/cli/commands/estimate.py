@@ -49,10 +49,16 @@ Methods (--method):
 
 \b
 Output (--format, on stdout):
-  table   tokens, share of --max-tokens, the heuristic's split (text, tool
-          inputs, tool outputs, thinking, images), messages, tool results,
-          bytes; then a total line
-  json    one JSON object per file (JSON lines)
+  table   tokens = recorded (the context the last recorded call was sent)
+          + added (the heuristic count of what came after it; of all
+          when none is recorded) + overhead; share of --max-tokens; the
+          heuristic's split of the whole context (text, tool inputs, tool
+          outputs, thinking, images); messages, tool results, bytes; then
+          a total line. It fits the terminal ($COLUMNS, else its width):
+          on a narrow one the split and counts go first
+  json    one JSON object per file (JSON lines), as each file is counted
+  json-document
+          one JSON document at the end: the files' objects and the totals
   csv     a header, then one row per file
   github  ::error annotations for files over --max-tokens (or failing);
           nothing for the rest

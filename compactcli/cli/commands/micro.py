@@ -28,6 +28,7 @@ _STRATEGY_FIGURES = (
 
 
 class MicroFigures(Figures):
+    summed = ("cleared", "bytes_before", "bytes_after")
     verb, doing = "compacted", "compact"
 
     def describe(self, outcome: Outcome) -> str:

@@ -30,10 +30,16 @@ Examples:
 
 
 def table(result) -> str:
-    rows = [f"{'category':<13}{'survived':>9}{'total':>7}{'retention':>11}"]
+    rows = [f"{'category':<18}{'survived':>9}{'total':>7}{'retention':>11}"]
     for name, retention in result.categories.items():
-        rows.append(f"{name:<13}{retention.survived:>9}{retention.total:>7}{retention.score:>11.2f}")
-    rows.append(f"{'overall':<13}{result.survived:>9}{result.total:>7}{result.score:>11.2f}")
+        rows.append(f"{name:<18}{retention.survived:>9}{retention.total:>7}{retention.score:>11.2f}")
+    rows.append(f"{'overall':<18}{result.survived:>9}{result.total:>7}{result.score:>11.2f}")
+    from compactcli.pipelines.probe import CONTINUATION, LONG_TAIL
+
+    # what a continuation needs, apart from the long tail of names and numbers
+    for label, names in (("continuation", CONTINUATION), ("long tail", LONG_TAIL)):
+        part = result.group(names)
+        rows.append(f"{label:<18}{part['survived']:>9}{part['total']:>7}{part['retention']:>11.2f}")
     for name, retention in result.categories.items():
         for fact in retention.missing:
             rows.append(f"missing {name}: {fact}")

@@ -38,6 +38,8 @@ class Age(click.ParamType):
 
 
 class PruneFigures(Figures):
+    summed = ("bytes_freed",)
+
     def __init__(self, dry_run: bool) -> None:
         self.dry_run = dry_run
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from compactcli.cli.options import (
+    BriefHelpCommand,
     InputPath,
     SummarizerSettings,
     dialect_option,
@@ -44,14 +45,38 @@ REPLAYED, WHAT_IF = "replayed", "what-if"
 HELP = """Re-run a recorded transcript turn by turn as the agent loop would, and show when each layer
 fires.
 
-PATH is one transcript ('-' = stdin). It is read, never changed. The replay keeps a simulated
-context. Before each model call (an assistant message) it runs micro on the context (the micro
-options below); then, if the estimate (--estimator; seed is the reference agent's
+PATH is one transcript ('-' = stdin); it is read, never changed. Before each model call the replay
+runs micro on its simulated context; when the estimate (--estimator) exceeds --threshold it compacts:
+the context is summarized (--backend) and replaced by the summary, as `summarize` does. A `compact`
+tool call in the transcript compacts too.
+
+\b
+What it prints (stdout; --json: the same figures as JSON):
+  one value each     a report, and a chart of tokens per call
+  N,N,... (what-if)  several --threshold or --keep values: a table of
+                     every combination; nothing is written
+  --compare          every strategy (none, micro, summarize, hybrid, ...)
+                     in one table: tokens sent, cached, cost at --price
+Files: -o F (the final context), --timeline F, --plot F.png; with them
+each simulated compaction is archived in --archive-dir.
+
+\b
+Examples:
+  compactcli replay session.jsonl --backend digest
+  compactcli replay session.jsonl --timeline timeline.csv --threshold 20000
+  compactcli replay session.jsonl --threshold 30000,50000,80000 --keep 3,10
+  compactcli replay session.jsonl --compare --threshold 50000,100000
+  compactcli replay session.jsonl --compare --price 3,0.3,15 --format csv
+"""
+
+
+DETAILS = """The replay in full. Before each model call (an assistant message) micro runs on the
+context (the micro options); then, if the estimate (--estimator; seed is the reference agent's
 len(str(messages)) // 4) exceeds --threshold, it compacts: the context is archived, summarized
 (--backend) and replaced by the summary message, followed as in `summarize` by the user's own messages
-(--keep-user-messages), and the call gets that. After the user message that
-answers a `compact` tool call (and the rest of its batch of tool results, so that no result loses its
-call), it compacts with that call's `focus` input.
+(--keep-user-messages), and the call gets that. After the user message that answers a `compact` tool
+call (and the rest of its batch of tool results, so that no result loses its call), it compacts with
+that call's `focus` input.
 
 \b
 Model calls, per dialect:
@@ -123,13 +148,6 @@ Prices (USD per million tokens: input, cached input, output): --price
 IN,CACHED,OUT, or --price-model NAME (default {price_model}):
 {prices}
 
-\b
-Examples:
-  compactcli replay session.jsonl --backend digest
-  compactcli replay session.jsonl --timeline timeline.csv --threshold 20000
-  compactcli replay session.jsonl --threshold 30000,50000,80000 --keep 3,10
-  compactcli replay session.jsonl --compare --threshold 50000,100000
-  compactcli replay session.jsonl --compare --price 3,0.3,15 --format csv
 """
 
 
@@ -146,7 +164,7 @@ def _help() -> str:
             row = "  "
         row += item
     rows.append(row.rstrip().removesuffix(";"))
-    return HELP.format(
+    return DETAILS.format(
         strategies=strategies,
         thresholds=",".join(str(t) for t in DEFAULT_THRESHOLDS),
         price_model=DEFAULT_PRICE_MODEL,
@@ -196,7 +214,16 @@ class PriceType(click.ParamType):
 # --- the command -------------------------------------------------------------------------------------
 
 
-@click.command(help=_help(), epilog=EXIT_CODES_HELP)
+@click.command(
+    cls=BriefHelpCommand,
+    help=HELP,
+    details=_help(),
+    epilog=EXIT_CODES_HELP,
+    common=(
+        *("threshold", "keep", "backend", "output", "timeline", "plot", "compare", "price"),
+        *("output_format", "quiet"),
+    ),
+)
 @click.argument("path", type=InputPath(allow_dash=True, exists=True, dir_okay=False, readable=False))
 @dialect_option("Transcript dialect (default: detected).")
 @on_invalid_option("error: a bad line stops the replay (exit 65); keep: skip bad lines.")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import click
 
 from compactcli.cli.options import (
+    BriefHelpCommand,
     SummarizerSettings,
     gather_options,
     input_options,
@@ -27,61 +28,21 @@ from compactcli.run.settings import Inputs, Writes
 if TYPE_CHECKING:  # the rest is imported when the command runs: --help needs none of it
     from compactcli.pipelines.summarize_file import SummarizeOptions, SummaryEdit
 
-HELP = f"""Replace a conversation with one summary message (Layers 2 and 3).
+HELP = """Replace a conversation with one summary message (Layers 2 and 3).
 
-The conversation (or all of it but the last --keep-last messages; a tool call is never parted from
-its result) becomes one user message: "[Conversation compressed. Transcript: <archive>]", a blank
-line, and the summary, which says what was accomplished, the current state, the key decisions and
-the next steps. In place, the original is archived first, byte for byte, under the path the message
-names. With -o (a file or -), FILE is left as it was and the message names FILE itself: nothing is
-written beside it, unless --archive-dir asks for a copy there. Stdin is archived in ./.transcripts/
-(or --archive-dir), since nothing else would hold the original.
+The conversation (or all but its last --keep-last messages) becomes one user message naming the
+archive of the original, then the summary: what was done, the current state, the key decisions, the
+next steps; the user's own messages follow it word for word (--keep-user-messages). In place, the
+original is archived first, byte for byte; with -o it stays as it was. Secrets are redacted in what
+is sent. Claude Code and Codex sessions get what the agent writes at its own compaction, so they
+still resume. --check, --diff and --dry-run never call a model; an API failure leaves the file as it
+was (exit 69).
 
 \b
-Backends (--backend):
-  anthropic    the Messages API: --model, else $COMPACTCLI_MODEL, else
-               $MODEL_ID, else {DEFAULT_MODEL}; ANTHROPIC_API_KEY or
-               ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL.
-  openai       any OpenAI-compatible server (Ollama, vLLM, llama.cpp,
-               LM Studio, LiteLLM, OpenRouter, OpenAI): --base-url or
-               $OPENAI_BASE_URL, --model (required), OPENAI_API_KEY if the
-               server wants one. Needs compactcli[openai].
-  claude-code  your own `claude` (Claude Code) in print mode, with its
-               login: no tools, no session saved, in an empty folder.
-  codex        your own `codex exec`, with its login, read-only sandbox.
-  digest       offline and deterministic: the task, later user messages,
-               files read / written / edited, the last commands, errors
-               met, the last assistant message.
-  auto         anthropic when a key or token is set, else digest (stderr
-               says which).
-With a model, transcripts over --max-input-tokens are summarized in parts,
-then combined; the task (the first user message) goes with every part.
-A transcript compacted before (by compactcli, Claude Code or Codex) is
-summarized from its last summary plus what followed; the new summary says
-how many compactions deep it is. Each file reports its requests' tokens
-(the server's usage, else the estimate) and their list price where known;
---dry-run says what a run would send and cost.
-
-Secrets (API keys, tokens, private keys, passwords in URLs, ...) become [REDACTED:<kind>] in what is
-sent and in the summary, unless --no-redact; the archive keeps the original.
-
-Claude Code sessions get what Claude Code writes at a compaction (a compact_boundary record, then
-an isCompactSummary user record with the session's identity), so they still resume; the records
-before the cut are dropped (they are in the archive), except `summary` title lines. Codex rollouts
-get what Codex writes at /compact, so `codex resume` carries on: session_meta stays first, then a
-`compacted` record whose replacement_history holds the developer and environment context, the
-user's most recent messages and the summary, then an event_msg `context_compacted`. OpenAI system
-messages stay on top. --check, --diff and --dry-run never call a model.
-
-The user's own messages in the summarized part (not tool results, not what the agent put in their turn)
-follow the summary word for word, redacted, the newest within --keep-user-messages tokens (default
-{USER_MESSAGES_TOKENS:,}, what Codex keeps): instructions are not paraphrased away. --pin REGEX keeps
-the summarized messages it matches as they are, after the summary; a pinned tool call keeps its
-results, and a pinned result its call, so no pair is broken. --verify probes each summarized file
-against its original (as `compactcli probe`) and reports the retention; --min-retention R exits 1
-for a file below R.
-
-An API failure (after the SDK's retries) leaves the file untouched, with no archive: exit 69.
+Backends (--backend): anthropic (the Messages API), openai (any
+compatible server: --base-url, --model), claude-code and codex (your
+own agent CLI and its login), digest (offline, deterministic), auto
+(anthropic when a key is set, else digest).
 
 \b
 Examples:
@@ -180,6 +141,10 @@ def summarize_options() -> Callable:
 
 
 class SummarizeFigures(Figures):
+    summed = (  # json-document totals
+        *("summarized", "api_calls", "input_tokens", "output_tokens", "cost_usd"),
+        *("bytes_before", "bytes_after"),
+    )
     verb, doing = "summarized", "summarize"
 
     def describe(self, outcome: Outcome) -> str:
@@ -272,7 +237,73 @@ def _totals(outcomes: list[Outcome], preview: bool) -> str:
     return text
 
 
-@click.command(help=HELP, epilog=EXIT_CODES_HELP)
+DETAILS = f"""
+The conversation (or all of it but the last --keep-last messages; a tool call is never parted from
+its result) becomes one user message: "[Conversation compressed. Transcript: <archive>]", a blank
+line, and the summary, which says what was accomplished, the current state, the key decisions and
+the next steps. In place, the original is archived first, byte for byte, under the path the message
+names. With -o (a file or -), FILE is left as it was and the message names FILE itself: nothing is
+written beside it, unless --archive-dir asks for a copy there. Stdin is archived in ./.transcripts/
+(or --archive-dir), since nothing else would hold the original.
+
+\b
+Backends (--backend):
+  anthropic    the Messages API: --model, else $COMPACTCLI_MODEL, else
+               $MODEL_ID, else {DEFAULT_MODEL}; ANTHROPIC_API_KEY or
+               ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL.
+  openai       any OpenAI-compatible server (Ollama, vLLM, llama.cpp,
+               LM Studio, LiteLLM, OpenRouter, OpenAI): --base-url or
+               $OPENAI_BASE_URL, --model (required), OPENAI_API_KEY if the
+               server wants one. Needs compactcli[openai].
+  claude-code  your own `claude` (Claude Code) in print mode, with its
+               login: no tools, no session saved, in an empty folder.
+  codex        your own `codex exec`, with its login, read-only sandbox.
+  digest       offline and deterministic: the task, later user messages,
+               files read / written / edited, the last commands, errors
+               met, the last assistant message.
+  auto         anthropic when a key or token is set, else digest (stderr
+               says which).
+With a model, transcripts over --max-input-tokens are summarized in parts,
+then combined; the task (the first user message) goes with every part.
+A transcript compacted before (by compactcli, Claude Code or Codex) is
+summarized from its last summary plus what followed; the new summary says
+how many compactions deep it is. Each file reports its requests' tokens
+(the server's usage, else the estimate) and their list price where known;
+--dry-run says what a run would send and cost.
+
+Secrets (API keys, tokens, private keys, passwords in URLs, ...) become [REDACTED:<kind>] in what is
+sent and in the summary, unless --no-redact; the archive keeps the original.
+
+Claude Code sessions get what Claude Code writes at a compaction (a compact_boundary record, then
+an isCompactSummary user record with the session's identity), so they still resume; the records
+before the cut are dropped (they are in the archive), except `summary` title lines. Codex rollouts
+get what Codex writes at /compact, so `codex resume` carries on: session_meta stays first, then a
+`compacted` record whose replacement_history holds the developer and environment context, the
+user's most recent messages and the summary, then an event_msg `context_compacted`. OpenAI system
+messages stay on top. --check, --diff and --dry-run never call a model.
+
+The user's own messages in the summarized part (not tool results, not what the agent put in their turn)
+follow the summary word for word, redacted, the newest within --keep-user-messages tokens (default
+{USER_MESSAGES_TOKENS:,}, what Codex keeps): instructions are not paraphrased away. --pin REGEX keeps
+the summarized messages it matches as they are, after the summary; a pinned tool call keeps its
+results, and a pinned result its call, so no pair is broken. --verify probes each summarized file
+against its original (as `compactcli probe`) and reports the retention; --min-retention R exits 1
+for a file below R.
+
+An API failure (after the SDK's retries) leaves the file untouched, with no archive: exit 69.
+"""
+
+
+@click.command(
+    cls=BriefHelpCommand,
+    help=HELP,
+    details=DETAILS,
+    epilog=EXIT_CODES_HELP,
+    common=(
+        *("output", "check", "diff", "dry_run", "backend", "model", "keep_last", "focus", "threshold"),
+        *("output_format", "jobs", "quiet"),
+    ),
+)
 @input_options(formats=COMMAND_FORMATS["summarize"])
 @write_options()
 @summarizer_options()
