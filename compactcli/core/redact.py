@@ -332,7 +332,7 @@ _JWK_PRIVATE = re.compile(
 # A base64 run that may wrap a secret (kubeconfig's `client-key-data`, Docker's `"auth"`, an encoded
 # key): decoded when it is text, and redacted whole when the text holds one. Runs longer than the
 # longest key in base64 (images, archives) are not decoded.
-_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
 _BASE64_MAX = 32768
 _BASE64_DEPTH = 2  # a kubeconfig inside a Secret's base64 holds base64 keys
 _PRINTABLE = bytes(range(0x20, 0x7F)) + b"\t\r\n"
@@ -572,8 +572,9 @@ def _cookie(m: re.Match[str], text: str, counts: Counter[str]) -> str | None:
         if pair.group("name").lower() in _COOKIE_ATTRIBUTES:
             continue
         a, b = pair.span("val")
-        if b - a < 4 or not _is_secret_value(value[a:b], quoted=True):
-            continue
+        val = value[a:b]
+        if b - a < 4 or not _is_secret_value(val, quoted=True) or (val.isalpha() and val.islower()):
+            continue  # short, a placeholder, or a word (`theme=dark`)
         counts["cookie"] += 1
         parts += (value[last:a], "[REDACTED:cookie]")
         last = b
