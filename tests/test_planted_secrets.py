@@ -290,6 +290,20 @@ def test_each_planted_secret_is_redacted_as_its_kind(kind: str, text: str, secre
 
 
 @pytest.mark.parametrize(
+    ("kind", "text", "secret"), PLANTED, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(PLANTED)]
+)
+def test_each_planted_secret_is_redacted_in_a_tool_input_rendered_as_json(
+    kind: str, text: str, secret: str
+) -> None:
+    # What a model is sent of a tool call: its input as JSON, quotes and line breaks escaped.
+    from compactcli.core.redact import redact
+
+    out, counts = redact(json.dumps({"command": text}))
+    assert secret not in out and secret.replace("\n", "\\n") not in out
+    assert counts[kind] >= 1, (out, counts)
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "cygpath -u 'C:\\Users\\me\\project'",  # a drive letter, not user:password

@@ -85,7 +85,7 @@ _AUTHORIZATION = re.compile(
 _ASSIGNMENT = re.compile(
     r"(?P<word>api[_-]?key|apikey|access[_-]?key|private[_-]?key(?:[_-]?id)?|secret[_-]?key(?:[_-]?base)?|"
     r"(?:signing|encryption|master|account)[_-]?key|"
-    r"client[_-]?secret|secret|password|passwd|passphrase|pwd|(?<![a-z0-9])pass|token)(?![a-z0-9_])"
+    r"client[_-]?secret|secret|pass(?:word|wd|phrase|(?<![a-z0-9]pass))|pwd|token)(?![a-z0-9_])"
     r"\\?[\"']?\s*[:=](?!=)\s*"
     r"(?:(?P<q>\\?[\"'])(?P<qval>[^\"'\\\s]{4,256})(?P=q)"
     r"|(?P<val>[^\s\"'`,;&(){}\[\]<>\\]{6,256}))"
@@ -296,15 +296,15 @@ _CLI_USER = re.compile(
     r"(?P<pw>[^\s'\"@][^\s'\"]*)"
 )
 _MYSQL = re.compile(
-    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n|;&]*?\s-p['\"]?(?P<pw>[^\s'\"-][^\s'\"]*)"
+    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n|;&]*?\s-p(?:\\?['\"])?(?P<pw>[^\s'\"\\-][^\s'\"\\]*)"
 )
 # `redis-cli -a PW` (also `-a PW` after other options), the password as an argument.
-_REDIS_CLI = re.compile(r"\bredis-cli\b[^\n|;&]*?\s-a\s*['\"]?(?P<pw>[^\s'\"-][^\s'\"]*)")
+_REDIS_CLI = re.compile(r"\bredis-cli\b[^\n|;&]*?\s-a\s*(?:\\?['\"])?(?P<pw>[^\s'\"\\-][^\s'\"\\]*)")
 # A password piped into a command that reads it from stdin: `echo PW | sudo -S`, `docker login
 # --password-stdin`, `passwd --stdin`, `chpasswd` (`echo user:PW | chpasswd`).
 _PIPED_PASSWORD = re.compile(
-    r"\b(?:echo|printf)\s+(?:-[ne]{1,2}\s+)?(?P<q>['\"]?)(?:[A-Za-z0-9._-]+:(?=.*chpasswd))?"
-    r"(?P<pw>[^\s'\"|;&$`][^\s'\"|;&`]{2,255})(?P=q)\s*\|\s*"
+    r"\b(?:echo|printf)\s+(?:-[ne]{1,2}\s+)?(?P<q>\\?['\"]?)(?:[A-Za-z0-9._-]+:(?=.*chpasswd))?"
+    r"(?P<pw>[^\s'\"|;&$`\\][^\s'\"|;&`\\]{2,255})(?P=q)\s*\|\s*"
     r"(?:sudo\b[^\n|;&]*?\s-[A-Za-z]*S\b|(?:docker|podman|buildah|nerdctl|skopeo|oras|helm|crane)\b"
     r"[^\n|;&]*?--password-stdin|passwd\s+--stdin|chpasswd\b)"
 )
@@ -331,8 +331,13 @@ _JWK_PRIVATE = re.compile(
 )
 # A base64 run that may wrap a secret (kubeconfig's `client-key-data`, Docker's `"auth"`, an encoded
 # key): decoded when it is text, and redacted whole when the text holds one. Runs longer than the
-# longest key in base64 (images, archives) are not decoded.
-_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
+# longest key in base64 (images, archives) are not decoded. Base64 of ASCII text starts each group of
+# four with one of A-Z, a-f (a byte under 0x80), which keeps most words, paths and digests out in `re`;
+# the lookbehind after that first letter lets `re` skip to candidates.
+_BASE64_RUN = re.compile(
+    r"[A-Za-f](?<![A-Za-z0-9+/_-][A-Za-f])[A-Za-z0-9+/_-]{3}(?:[A-Za-f][A-Za-z0-9+/_-]{3}){2,}"
+    r"(?:[A-Za-f][A-Za-z0-9+/_-]{1,2}={0,2})?(?![A-Za-z0-9+/=_-])"
+)
 _BASE64_MAX = 32768
 _BASE64_DEPTH = 2  # a kubeconfig inside a Secret's base64 holds base64 keys
 _PRINTABLE = bytes(range(0x20, 0x7F)) + b"\t\r\n"
@@ -391,7 +396,7 @@ _PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pwd"})
 _ASSIGNMENT_GUARDS = ("key", "secret", "pass", "pwd", "token")
 _PLACEHOLDER_VALUES = frozenset(
     "string str none null nil true false undefined required optional redacted "
-    "password passwd secret token api_key apikey".split()
+    "password passwd pass secret token api_key apikey".split()
 )
 # Code, not a value: `new_token`, `self.secret`, `args.api_key2`.
 _IDENTIFIER = re.compile(r"[A-Za-z_]+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -664,7 +669,7 @@ _RULES: tuple[_Rule, ...] = (
     _lower_rule(("secret access key",), _AWS_SECRET_AFTER_NAME, _aws_secret_key),
     _lower_rule(("passw",), _PROSE_PASSWORD, _prose_password),
     _lower_rule(("cookie",), _COOKIE_HEADER, _cookie),
-    _lower_rule(("cookie", "-b"), _CURL_COOKIE, _cookie),
+    _lower_rule(("curl",), _CURL_COOKIE, _cookie),
     _Rule(("[REDACTED:",), _WRAPPED_TAIL, _wrapped_tail),  # last: after every key's marker is in
 )
 
