@@ -296,10 +296,12 @@ _CLI_USER = re.compile(
     r"(?P<pw>[^\s'\"@][^\s'\"]*)"
 )
 _MYSQL = re.compile(
-    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n|;&]*?\s-p(?:\\?['\"])?(?P<pw>[^\s'\"\\-][^\s'\"\\]*)"
+    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n|;&]*?\s-p(?:\\?['\"])?(?P<pw>[^\s'\"\\-](?:[^\s'\"\\]|\\(?!['\"]))*)"
 )
 # `redis-cli -a PW` (also `-a PW` after other options), the password as an argument.
-_REDIS_CLI = re.compile(r"\bredis-cli\b[^\n|;&]*?\s-a\s*(?:\\?['\"])?(?P<pw>[^\s'\"\\-][^\s'\"\\]*)")
+_REDIS_CLI = re.compile(
+    r"\bredis-cli\b[^\n|;&]*?\s-a\s*(?:\\?['\"])?(?P<pw>[^\s'\"\\-](?:[^\s'\"\\]|\\(?!['\"]))*)"
+)
 # A password piped into a command that reads it from stdin: `echo PW | sudo -S`, `docker login
 # --password-stdin`, `passwd --stdin`, `chpasswd` (`echo user:PW | chpasswd`).
 _PIPED_PASSWORD = re.compile(
@@ -322,7 +324,8 @@ _COOKIE_HEADER = re.compile(
 _CURL_COOKIE = re.compile(
     r"\bcurl\b[^\n|;&]*?\s(?:-b|--cookie)(?:\s+|=)(?P<q>['\"]?)(?P<value>[^\s'\"=;]+=[^\r\n'\"]{1,4096})"
 )
-_COOKIE_PAIR = re.compile(r"(?:^|;)\s*(?P<name>[^=;\s]+)=(?P<val>[^;\s]*)")
+# Pairs after `;` or a space: a header's value runs to the line's end and may hold another header.
+_COOKIE_PAIR = re.compile(r"(?:^|[;\s])\s*(?P<name>[^=;\s]+)=(?P<val>[^;\s]*)")
 _COOKIE_ATTRIBUTES = frozenset({"path", "domain", "expires", "max-age", "samesite", "priority"})
 # A JSON Web Key's private members (RFC 7518: `d`, the RSA primes and exponents, `k` of a symmetric
 # key), in a text that names a key type (`"kty"`). The public `n`, `e`, `x`, `y` are kept.
