@@ -142,6 +142,80 @@ def _planted() -> list[tuple[str, str, str]]:
     add("password", "zo" + r(10, LOWER) + "k", "db:\n  host: db.internal\n  password: {s}\n  user: app")
     other_id = "AS" + "IA" + r(16, UPPER + DIGITS)
     add("aws_secret_key", "q9" + r(38, ALNUM + "/+"), "{s}\n" + other_id)
+    items.extend(_planted_second())
+    return items
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def _planted_second() -> list[tuple[str, str, str]]:
+    """Kinds that used to pass: wrapped in base64, key files' own formats, command lines, headers."""
+    items: list[tuple[str, str, str]] = []
+
+    def add(kind: str, secret: str, text: str = "{s}") -> None:
+        items.append((kind, text.replace("{s}", secret), secret))
+
+    # Inside base64: a Docker config's `auth` (user:password), a kubeconfig's client key, an encoded key.
+    auth = b64("deploy:" + pw())
+    add("base64_credentials", auth, '{"auths": {"ghcr.io": {"auth": "{s}"}}}')
+    add("base64_credentials", b64("ci-bot:" + pw()), "//npm.example.org/:_auth={s}")
+    key_body = "\n".join(r(64, ALNUM + "+/") for _ in range(8))
+    pem = "-----BEGIN " + "RSA PRIVATE KEY-----\n" + key_body + "\n-----END RSA PRIVATE KEY-----\n"
+    kubeconfig = (
+        "users:\n- name: admin\n  user:\n    client-certificate-data: Q0VSVA==\n    client-key-data: {s}\n"
+    )
+    add("private_key", b64(pem), kubeconfig)
+    add("anthropic_key", b64("sk-" + "ant-api03-" + r(80, ALNUM + "_-")), "echo {s} | base64 -d > key")
+    add("github_token", base64.urlsafe_b64encode(("gh" + "p_" + r(36)).encode()).decode(), "TOKEN_B64={s}")
+    # PuTTY's key file: the private lines.
+    private = r(64, ALNUM + "+/") + "\n" + r(24, ALNUM + "+/") + "=="
+    ppk = (
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: deploy\nPublic-Lines: 2\n"
+        + r(64, ALNUM + "+/")
+        + "\n"
+        + r(20, ALNUM)
+        + "\nPrivate-Lines: 2\n{s}\nPrivate-MAC: "
+        + r(64, HEX)
+    )
+    add("private_key", private, ppk)
+    # PGP armor with headers, complete and cut off before its END line.
+    armor_body = "\n".join(r(64, ALNUM + "+/") for _ in range(5)) + "\n=" + r(4, ALNUM)
+    head = "-----BEGIN PGP " + "PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\nComment: release key\n\n"
+    add("private_key", armor_body, head + "{s}\n-----END PGP PRIVATE KEY BLOCK-----")
+    cut = "\n".join(r(64, ALNUM + "+/") for _ in range(3))
+    add("private_key", cut, head + "{s}")
+    # A JSON Web Key's private member.
+    d = r(43, ALNUM + "_-")
+    jwk = (
+        '{"kty": "EC", "crv": "P-256", "x": "'
+        + r(43, ALNUM + "_-")
+        + '", "y": "'
+        + r(43, ALNUM)
+        + '", "d": "{s}"}'
+    )
+    add("jwk_private_key", d, jwk)
+    add("jwk_private_key", r(342, ALNUM + "_-"), '{"kty":"RSA","e":"AQAB","n":"' + r(40) + '","p":"{s}"}')
+    # A key wrapped across two lines at a terminal's width: its second line.
+    wrapped = "sk-" + "ant-api03-" + r(90, ALNUM + "_-")
+    add("anthropic_key", wrapped[80:], "$ cat key.txt\n" + wrapped[:80] + "\n{s}\n$ ")
+    # Environment names ending _PASS or _PWD.
+    add("password", pw(), "export SMTP_PASS={s}")
+    add("password", pw(), "MYSQL_PWD={s} mysql -u root")
+    add("password", "hunter" + r(4, LOWER), "REDIS_PASS={s}")
+    # Command lines.
+    add("password", pw(), "redis-cli -h cache.internal -p 6379 -a {s} ping")
+    add("password", pw(), "echo {s} | sudo -S apt-get install -y nginx")
+    add("password", pw(), "echo '{s}' | docker login -u ci --password-stdin ghcr.io")
+    add("password", pw(), "curl -uadmin:{s} https://ci.example.org/api")
+    add("password", "p@" + pw(), "curl -u admin:{s} https://ci.example.org/api")
+    add("password", pw(), "mysql -h db -u root -p'{s}' prod")
+    add("password", pw(), 'mysqldump -u root -p"{s}" shop')
+    # Cookie headers.
+    add("cookie", r(32, ALNUM), "Cookie: theme=dark; sessionid={s}")
+    add("cookie", "s%3A" + r(40, ALNUM), "Set-Cookie: connect.sid={s}; Path=/; HttpOnly; Secure")
+    add("cookie", r(48, HEX), "curl -b 'PHPSESSID={s}' https://shop.example.org/cart")
     return items
 
 
@@ -149,8 +223,8 @@ PLANTED = _planted()
 
 
 def test_the_fixture_is_large_enough() -> None:
-    assert len(PLANTED) >= 60
-    assert len({kind for kind, _, _ in PLANTED}) >= 25
+    assert len(PLANTED) >= 90
+    assert len({kind for kind, _, _ in PLANTED}) >= 28
     assert len({secret for _, _, secret in PLANTED}) == len(PLANTED)
 
 
@@ -216,6 +290,20 @@ def test_each_planted_secret_is_redacted_as_its_kind(kind: str, text: str, secre
 
 
 @pytest.mark.parametrize(
+    ("kind", "text", "secret"), PLANTED, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(PLANTED)]
+)
+def test_each_planted_secret_is_redacted_in_a_tool_input_rendered_as_json(
+    kind: str, text: str, secret: str
+) -> None:
+    # What a model is sent of a tool call: its input as JSON, quotes and line breaks escaped.
+    from compactcli.core.redact import redact
+
+    out, counts = redact(json.dumps({"command": text}))
+    assert secret not in out and secret.replace("\n", "\\n") not in out
+    assert counts[kind] >= 1, (out, counts)
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "cygpath -u 'C:\\Users\\me\\project'",  # a drive letter, not user:password
@@ -232,6 +320,18 @@ def test_each_planted_secret_is_redacted_as_its_kind(kind: str, text: str, secre
         "see https://hooks.slack.com/ for how webhooks work",
         "AIzaSy (a Google key starts like this)",
         "GR1348941 is the runner token prefix",
+        # what the rules for base64, cookies, JWKs, wrapped keys and piped passwords must not take
+        "aW1hZ2UvcG5nOyBjaGFyc2V0PXV0Zi04 is base64 of plain text",
+        "sha256:" + "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "Set-Cookie: theme=dark; Path=/",
+        "the Cookie: header carries the session",
+        '{"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU"}',
+        "ghp_ is the prefix of a GitHub token\nfollowed by thirty-six characters",
+        "echo $PASSWORD | sudo -S true",
+        'echo "$REGISTRY_TOKEN" | docker login --password-stdin ghcr.io',
+        "redis-cli -h cache -a $REDIS_PASSWORD ping",
+        "first_pass = compute_pass(tree)",
+        "bypass=enabled",
     ],
 )
 def test_lookalikes_are_left_alone(text: str) -> None:
@@ -361,3 +461,45 @@ def test_every_request_builder_redacts_the_transcript_and_keeps_the_rest(fake_ap
     bodies = [call.body for call in fake_api.requests]
     assert [secret in json.dumps(body) for body in bodies] == [False, False, True]
     assert bodies[0]["max_tokens"] == 64 and bodies[0]["model"] == "m"
+
+
+# -- --focus: its text is part of the prompt, and the digest's heading ------------------------------
+
+
+FOCUS_SECRETS = [PLANTED[0][2], "hunter" + r(4, LOWER) + "9Q", PLANTED[1][2]]
+FOCUS = f"the deploy with {FOCUS_SECRETS[0]}, DB_PASS={FOCUS_SECRETS[1]} and key: {FOCUS_SECRETS[2]}"
+
+
+def test_the_focus_text_is_redacted_before_it_reaches_the_api(
+    tmp_path: Path, fake_api: FakeAnthropic
+) -> None:
+    path = tmp_path / "deploy.jsonl"
+    transcript(path)
+
+    run = run_cli(
+        "summarize", "--backend", "anthropic", "--focus", FOCUS, path, text=True, env=fake_api.env()
+    )
+
+    assert run.returncode == 0, run.stderr
+    sent = json.dumps([call.body for call in fake_api.calls("messages")])
+    assert "Focus: keep every detail about the deploy with [REDACTED:anthropic_key]" in sent
+    assert [secret for secret in FOCUS_SECRETS if secret in sent] == []
+    assert [secret for secret in FOCUS_SECRETS if secret in summary_of(path)] == []
+
+
+def test_the_focus_text_is_redacted_in_the_digest(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.jsonl"
+    records = [
+        {"role": "user", "content": f"Fix {FOCUS} please"},
+        {"role": "assistant", "content": f"Looking at {FOCUS} now."},
+        {"role": "user", "content": "go on"},
+        {"role": "assistant", "content": "Done."},
+    ]
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+
+    run = run_cli("summarize", "--backend", "digest", "--keep-last", "1", "--focus", FOCUS, path, text=True)
+
+    assert run.returncode == 0, run.stderr
+    summary = summary_of(path)
+    assert "## About the deploy with [REDACTED:anthropic_key]" in summary
+    assert [secret for secret in FOCUS_SECRETS if secret in summary] == []

@@ -59,8 +59,16 @@ _PEM_BLOCK = re.compile(
 # Line breaks may be JSON-escaped ("\n" as two characters). A header followed by prose (a
 # regex or a doc quoting it) is not a key: the first body line must be long base64.
 _EOL = r"(?:\s|\\[nr])"
+# OpenPGP armor may put headers (`Version: GnuPG v2`, `Comment: ...`) and a blank line before the body.
+_ARMOR_HEADERS = r"(?:" + _EOL + r"+[A-Za-z][A-Za-z-]{0,30}: [^\r\n\\]{0,200})*"
 _PEM_TRUNCATED = re.compile(
-    _PEM_HEADER + _EOL + r"*[A-Za-z0-9+/=]{40,}(?:" + _EOL + r"+[A-Za-z0-9+/=]{16,})*"
+    _PEM_HEADER + _ARMOR_HEADERS + _EOL + r"*[A-Za-z0-9+/=]{40,}(?:" + _EOL + r"+[A-Za-z0-9+/=]{16,})*"
+)
+# A PuTTY key file (.ppk): the base64 lines after `Private-Lines: N` are the private key (as in
+# gitleaks' putty-private-key rule); the public lines and the comment are kept.
+_PPK_LINE = r"[A-Za-z0-9+/=]{4,}(?![^\s\\])"  # a whole line: not the `Private` of `Private-MAC:`
+_PUTTY_PRIVATE = re.compile(
+    r"Private-Lines: ?[0-9]{1,4}" + _EOL + f"+(?P<body>{_PPK_LINE}(?:{_EOL}+{_PPK_LINE})*)"
 )
 # scheme://user:PASSWORD@host; user may be empty (redis://:pw@host). Placeholders are kept.
 # The user part holds no `[`: text already redacted (`token=[REDACTED:token]`) is not read as a user again.
@@ -77,7 +85,7 @@ _AUTHORIZATION = re.compile(
 _ASSIGNMENT = re.compile(
     r"(?P<word>api[_-]?key|apikey|access[_-]?key|private[_-]?key(?:[_-]?id)?|secret[_-]?key(?:[_-]?base)?|"
     r"(?:signing|encryption|master|account)[_-]?key|"
-    r"client[_-]?secret|secret|password|passwd|passphrase|pwd|token)(?![a-z0-9_])"
+    r"client[_-]?secret|secret|pass(?:word|wd|phrase|(?<![a-z0-9]pass))|pwd|token)(?![a-z0-9_])"
     r"\\?[\"']?\s*[:=](?!=)\s*"
     r"(?:(?P<q>\\?[\"'])(?P<qval>[^\"'\\\s]{4,256})(?P=q)"
     r"|(?P<val>[^\s\"'`,;&(){}\[\]<>\\]{6,256}))"
@@ -282,9 +290,25 @@ _AZURE_SAS = re.compile(r"[?&]sig=(?P<sig>[A-Za-z0-9%+/]{30,}(?:%3D|=)*)")
 # Passwords on command lines: `curl -u user:pw`, `--user user:pw`, `mysql -pPW`, `sshpass -p PW`,
 # `--password PW`, and `.netrc` lines (`login NAME password PW`).
 # The lookbehind comes after the literal "-", so that `re` skips ahead to candidates.
-_CLI_USER = re.compile(r"-(?<![^\s'\"=]-)(?:u|-user)(?:\s+|=)['\"]?(?P<user>[^\s:'\"@]*):(?P<pw>[^\s'\"@]+)")
+# `-u user:pw` and `-uuser:pw` (curl takes both); a password may hold an `@` (it is no URL).
+_CLI_USER = re.compile(
+    r"-(?<![^\s'\"=]-)(?:u|-user)(?:\s+|=|(?=[A-Za-z0-9._-]+:))['\"]?(?P<user>[^\s:'\"@]*):"
+    r"(?P<pw>[^\s'\"@][^\s'\"]*)"
+)
 _MYSQL = re.compile(
-    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n|;&]*?\s-p(?P<pw>[^\s'\"-][^\s'\"]*)"
+    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n|;&]*?\s-p(?:\\?['\"])?(?P<pw>[^\s'\"\\-](?:[^\s'\"\\]|\\(?!['\"]))*)"
+)
+# `redis-cli -a PW` (also `-a PW` after other options), the password as an argument.
+_REDIS_CLI = re.compile(
+    r"\bredis-cli\b[^\n|;&]*?\s-a\s*(?:\\?['\"])?(?P<pw>[^\s'\"\\-](?:[^\s'\"\\]|\\(?!['\"]))*)"
+)
+# A password piped into a command that reads it from stdin: `echo PW | sudo -S`, `docker login
+# --password-stdin`, `passwd --stdin`, `chpasswd` (`echo user:PW | chpasswd`).
+_PIPED_PASSWORD = re.compile(
+    r"\b(?:echo|printf)\s+(?:-[ne]{1,2}\s+)?(?P<q>\\?['\"]?)(?:[A-Za-z0-9._-]+:(?=.*chpasswd))?"
+    r"(?P<pw>[^\s'\"|;&$`\\][^\s'\"|;&`\\]{2,255})(?P=q)\s*\|\s*"
+    r"(?:sudo\b[^\n|;&]*?\s-[A-Za-z]*S\b|(?:docker|podman|buildah|nerdctl|skopeo|oras|helm|crane)\b"
+    r"[^\n|;&]*?--password-stdin|passwd\s+--stdin|chpasswd\b)"
 )
 _SSHPASS = re.compile(r"\bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*['\"]?(?P<pw>[^\s'\"]+)")
 _CLI_FLAG = re.compile(
@@ -292,6 +316,46 @@ _CLI_FLAG = re.compile(
     r"(?:=|\s+)(?P<q>['\"]?)(?P<pw>[^\s'\"]{4,256})"
 )
 _NETRC = re.compile(r"\blogin\s+\S+\s+password\s+(?P<pw>\S+)")
+# Cookie headers (`Cookie: a=1; b=2`, `Set-Cookie: sid=...; Path=/`), also as a JSON or curl `-H`
+# header; and curl's `-b`/`--cookie 'name=value'`. Lower-case, run over the lower-cased text.
+_COOKIE_HEADER = re.compile(
+    r"(?<![a-z0-9_-])(?P<set>set-)?cookie\\?[\"']?\s*:\s*\\?[\"']?(?P<value>[^\r\n\"'\\]{3,4096})"
+)
+_CURL_COOKIE = re.compile(
+    r"\bcurl\b[^\n|;&]*?\s(?:-b|--cookie)(?:\s+|=)(?P<q>['\"]?)(?P<value>[^\s'\"=;]+=[^\r\n'\"]{1,4096})"
+)
+# Pairs after `;` or a space: a header's value runs to the line's end and may hold another header.
+_COOKIE_PAIR = re.compile(r"(?:^|[;\s])\s*(?P<name>[^=;\s]+)=(?P<val>[^;\s]*)")
+_COOKIE_ATTRIBUTES = frozenset({"path", "domain", "expires", "max-age", "samesite", "priority"})
+# A JSON Web Key's private members (RFC 7518: `d`, the RSA primes and exponents, `k` of a symmetric
+# key), in a text that names a key type (`"kty"`). The public `n`, `e`, `x`, `y` are kept.
+_JWK_PRIVATE = re.compile(
+    r"\\?[\"'](?:d|p|q|dp|dq|qi|k|r|t)\\?[\"']\s*:\s*\\?[\"'](?P<value>[A-Za-z0-9_-]{16,}={0,2})\\?[\"']"
+)
+# A base64 run that may wrap a secret (kubeconfig's `client-key-data`, Docker's `"auth"`, an encoded
+# key): decoded when it is text, and redacted whole when the text holds one. Runs longer than the
+# longest key in base64 (images, archives) are not decoded. Base64 of ASCII text starts each group of
+# four with one of A-Z, a-f (a byte under 0x80), which keeps most words, paths and digests out in `re`;
+# the lookbehind after that first letter lets `re` skip to candidates.
+_BASE64_RUN = re.compile(
+    r"[A-Za-f](?<![A-Za-z0-9+/_-][A-Za-f])[A-Za-z0-9+/_-]{3}(?:[A-Za-f][A-Za-z0-9+/_-]{3}){2,}"
+    r"(?:[A-Za-f][A-Za-z0-9+/_-]{1,2}={0,2})?(?![A-Za-z0-9+/=_-])"
+)
+_BASE64_MAX = 32768
+_BASE64_DEPTH = 2  # a kubeconfig inside a Secret's base64 holds base64 keys
+_PRINTABLE = bytes(range(0x20, 0x7F)) + b"\t\r\n"
+# Decoded `user:password` (Docker's `auth`, an npm `_auth`, HTTP Basic credentials).
+_USER_PASSWORD = re.compile(r"[A-Za-z0-9._@+-]{1,256}:(?P<pw>\S{4,256})")
+# A key wrapped across two lines (a terminal's width): the rest of it is the whole next line.
+_WRAPPABLE = (
+    "anthropic_key|openai_key|github_token|slack_token|jwt|google_oauth|huggingface_token|gitlab_token|"
+    "vault_token|sentry_token|atlassian_token|onepassword_token|fly_token|grafana_token|doppler_token|"
+    "stripe_key|square_token|newrelic_key|planetscale_token|pypi_token"
+)
+_WRAPPED_TAIL = re.compile(
+    r"\[REDACTED:(?P<kind>" + _WRAPPABLE + r")\](?P<eol>\r?\n|(?:\\r)?\\n)(?P<tail>[A-Za-z0-9_-]{6,})"
+    r"(?=[\s\"']|\\[nr\"]|$)"
+)
 # The words "secret access key" (the `aws configure` prompt, a console CSV's header), then the key.
 _AWS_SECRET_AFTER_NAME = re.compile(
     r"(?s)secret access key" + _AWS_KEY_GAP + r"(?<!(?<!\\)[a-z0-9/+=])(?P<key>[a-z0-9/+]{40})(?![a-z0-9/+=])"
@@ -332,10 +396,10 @@ _K8S_JSON_VALUE = re.compile(r'\\?"[^"\\]*\\?"\s*:\s*\\?"(?P<value>[^"\\]+)\\?"'
 _SHORTEST_MATCH = 7
 _MAX_PASSES = 4  # at most, over one text (in practice one, or two where a secret was found)
 _PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pwd"})
-_ASSIGNMENT_GUARDS = ("key", "secret", "passw", "passphrase", "pwd", "token")
+_ASSIGNMENT_GUARDS = ("key", "secret", "pass", "pwd", "token")
 _PLACEHOLDER_VALUES = frozenset(
     "string str none null nil true false undefined required optional redacted "
-    "password passwd secret token api_key apikey".split()
+    "password passwd pass secret token api_key apikey".split()
 )
 # Code, not a value: `new_token`, `self.secret`, `args.api_key2`.
 _IDENTIFIER = re.compile(r"[A-Za-z_]+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -502,11 +566,77 @@ def _aws_key_before_id(m: re.Match[str], text: str, counts: Counter[str]) -> str
     return "[REDACTED:aws_secret_key]" + text[end : m.end()]
 
 
+def _cookie(m: re.Match[str], text: str, counts: Counter[str]) -> str | None:
+    """The values of a cookie header's pairs (a Set-Cookie's first pair: the rest are attributes);
+    names, attributes and values that are variables or placeholders are kept."""
+    start, end = m.span("value")
+    value = text[start:end]
+    pairs = list(_COOKIE_PAIR.finditer(value))
+    if "set" in m.groupdict() and m.group("set"):
+        pairs = pairs[:1]
+    parts: list[str] = []
+    last = 0
+    for pair in pairs:
+        if pair.group("name").lower() in _COOKIE_ATTRIBUTES:
+            continue
+        a, b = pair.span("val")
+        val = value[a:b]
+        if b - a < 4 or not _is_secret_value(val, quoted=True) or (val.isalpha() and val.islower()):
+            continue  # short, a placeholder, or a word (`theme=dark`)
+        counts["cookie"] += 1
+        parts += (value[last:a], "[REDACTED:cookie]")
+        last = b
+    if not parts:
+        return None
+    return text[m.start() : start] + "".join(parts) + value[last:] + text[end : m.end()]
+
+
+def _base64_reader(depth: int) -> Replacer:
+    return lambda m, text, counts: _base64_secret(m, counts, depth)
+
+
+def _base64_secret(m: re.Match[str], counts: Counter[str], depth: int) -> str | None:
+    """A base64 run whose decoded text holds a secret, or is `user:password`: the run, redacted whole."""
+    run = m.group()
+    if len(run) > _BASE64_MAX or len(run.rstrip("=")) % 4 == 1:
+        return None
+    urlsafe = "-" in run or "_" in run
+    if urlsafe and ("+" in run or "/" in run):
+        return None
+    try:
+        raw = base64.b64decode(run + "=" * (-len(run) % 4), altchars=b"-_" if urlsafe else None)
+    except ValueError:
+        return None
+    if len(raw) < 8 or raw.translate(None, _PRINTABLE):
+        return None  # binary (a digest, an image, random bytes): no text to read
+    decoded = raw.decode("ascii")
+    _, found = _redact(decoded, depth)
+    if found:
+        counts.update(found)
+        return f"[REDACTED:{next(iter(found))}]"
+    credentials = _USER_PASSWORD.fullmatch(decoded)
+    if credentials is not None and _is_secret_value(credentials.group("pw"), quoted=False, setting=True):
+        counts["base64_credentials"] += 1
+        return "[REDACTED:base64_credentials]"
+    return None
+
+
+def _wrapped_tail(m: re.Match[str], text: str, counts: Counter[str]) -> str | None:
+    """The next line after a key that ended its line, when it reads as the key's rest (random: a digit,
+    or both cases); the same secret, so it is not counted again."""
+    tail = m.group("tail")
+    if not any(c.isdigit() for c in tail) and (tail.islower() or tail.isupper()):
+        return None
+    kind = m.group("kind")
+    return f"[REDACTED:{kind}]{m.group('eol')}[REDACTED:{kind}]"
+
+
 # Whole blocks first: a key format right after a private key block starts a word only once the
 # block is a marker, so the key-format scan runs after these (or a second pass would find it).
 _BLOCK_RULES: tuple[_Rule, ...] = (
     _Rule(("PRIVATE KEY",), _PEM_BLOCK, _whole("private_key")),
     _Rule(("PRIVATE KEY",), _PEM_TRUNCATED, _whole("private_key")),
+    _Rule(("Private-Lines:",), _PUTTY_PRIVATE, _group("private_key", "body")),
 )
 _RULES: tuple[_Rule, ...] = (
     _Rule(("sk-ant-",), _ANTHROPIC, _whole("anthropic_key")),
@@ -533,11 +663,17 @@ _RULES: tuple[_Rule, ...] = (
         _cli_password("pw"),
     ),
     _Rule(("password",), _NETRC, _cli_password("pw")),
+    _Rule(("redis-cli",), _REDIS_CLI, _cli_password("pw")),
+    _Rule(("sudo", "--password-stdin", "passwd"), _PIPED_PASSWORD, _cli_password("pw")),
+    _Rule(("kty",), _JWK_PRIVATE, _group("jwk_private_key", "value")),
     _Rule(("://",), _URL_PASSWORD, _group("url_password", "pw")),
     _lower_rule(("authorization",), _AUTHORIZATION, _group("authorization", "cred")),
     _lower_rule(_ASSIGNMENT_GUARDS, _ASSIGNMENT, _assignment),
     _lower_rule(("secret access key",), _AWS_SECRET_AFTER_NAME, _aws_secret_key),
     _lower_rule(("passw",), _PROSE_PASSWORD, _prose_password),
+    _lower_rule(("cookie",), _COOKIE_HEADER, _cookie),
+    _lower_rule(("curl",), _CURL_COOKIE, _cookie),
+    _Rule(("[REDACTED:",), _WRAPPED_TAIL, _wrapped_tail),  # last: after every key's marker is in
 )
 
 
@@ -594,6 +730,11 @@ _BOUNDED_RULES = tuple(rule for rule in _RULES if rule.pattern in _BOUNDED)
 
 def redact(text: str) -> tuple[str, Counter[str]]:
     """Return `text` with secrets replaced by `[REDACTED:<kind>]`, and how many of each kind."""
+    return _redact(text, depth=0)
+
+
+def _redact(text: str, depth: int) -> tuple[str, Counter[str]]:
+    """`redact`, inside `depth` layers of base64 (decoded runs are read to `_BASE64_DEPTH` layers)."""
     counts: Counter[str] = Counter()
     if len(text) < _SHORTEST_MATCH:
         return text, counts
@@ -602,6 +743,8 @@ def redact(text: str) -> tuple[str, Counter[str]]:
     # result again finds nothing. Only texts that held a secret pay a second pass.
     for _ in range(_MAX_PASSES):
         redacted = _redact_escaped(_redact_once(text, counts), counts)
+        if depth < _BASE64_DEPTH and len(redacted) >= 16:
+            redacted = _apply(_BASE64_RUN, _base64_reader(depth + 1), redacted, redacted, counts)
         if redacted == text:
             break
         text = redacted
