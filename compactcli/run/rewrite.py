@@ -32,7 +32,7 @@ from compactcli.storage import remote
 from compactcli.storage.archives import ARCHIVE_DIR_NAME
 from compactcli.storage.fileio import WRITE_BUFFER, snapshot
 from compactcli.storage.locks import file_lock
-from compactcli.storage.manifest import archive_copy
+from compactcli.storage.manifest import archive_copy, take_back_unfinished
 from compactcli.storage.replace import Replacement, output_file
 
 STDOUT = "-"
@@ -178,6 +178,8 @@ def _change(line: str, item: str) -> dict:
 def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -> Outcome:
     archive_dir = Path(settings.archive_dir) if settings.archive_dir else None
     with file_lock(path, archive_dir):
+        # What a run killed between its manifest line and its rename left is taken back first.
+        healed = take_back_unfinished(path, archive_dir)
         state = snapshot(path)
         with open(path, "rb", buffering=READ_BUFFER) as source:
             try:
@@ -186,6 +188,8 @@ def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -
                 if snapshot(path) != state or _still_written(exc, path, state):
                     raise errors.Busy(f"{item}: busy: changed while it was processed") from None
                 raise
+            if healed:  # said in the file's report: its history lost a change that never happened
+                edit.stats["taken_back"] = healed
             if not edit.changed:
                 return Outcome(item, UNCHANGED, stats=edit.stats)
             archived = _prepare(edit, source, path, archive_dir)

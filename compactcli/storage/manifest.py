@@ -10,6 +10,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -405,6 +406,8 @@ def read_history(path: Path, archive_dir: Path | None) -> History:
                 return History([], [])
             with open(fd, "rb") as f:
                 lines = f.read().splitlines()
+            unfinished = _links_to_live(folder, Path(source))
+            here = Path(os.path.realpath(folder.path))
     records, skipped = [], []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -412,9 +415,85 @@ def read_history(path: Path, archive_dir: Path | None) -> History:
         record = parse_record(line)
         if record is None:
             skipped.append(f"{manifest}:{number}: skipped: not a manifest record (a line torn by a crash?)")
+        elif record.source == source and _names_one_of(record, here, unfinished):
+            skipped.append(
+                f"{manifest}:{number}: skipped: a replacement killed before its rename (its archive is "
+                "still the file itself); the next command on the file takes it back"
+            )
         elif record.source == source:
             records.append(record)
     return History(records, skipped)
+
+
+# An archive's name (``archive_name``) after the file's stem.
+_ARCHIVE_SUFFIX = r"\.\d{8}T\d{12}Z\.[0-9a-f]{12}\.jsonl\Z"
+
+
+def _links_to_live(folder: ArchiveFolder, real: Path) -> set[str]:
+    """Archive names in ``folder`` that are still a link to the live file ``real``.
+
+    A finished replacement leaves the archived inode only in the archive folder, so such a name is
+    what an in-place commit killed after linking the original (and perhaps after its manifest line)
+    but before its rename left behind: a record of a change that never happened, and a second link
+    that restore refuses. Costs one stat when the file has a single link, as it has but then.
+    """
+    try:
+        st = os.stat(real)
+    except OSError:
+        return set()
+    if st.st_nlink < 2 or not stat.S_ISREG(st.st_mode) or st.st_dev != os.fstat(folder.fd).st_dev:
+        return set()
+    pattern = re.compile(re.escape(real.stem) + _ARCHIVE_SUFFIX)
+    with os.scandir(folder.fd) as entries:
+        return {
+            entry.name
+            for entry in entries
+            if entry.inode() == st.st_ino
+            and pattern.match(entry.name)
+            and entry.is_file(follow_symlinks=False)
+        }
+
+
+def _names_one_of(record: ArchiveRecord, folder: Path, names: set[str]) -> bool:
+    return bool(names) and Path(record.archive).parent == folder and Path(record.archive).name in names
+
+
+def take_back_unfinished(path: Path, archive_dir: Path | None) -> list[str]:
+    """Heal what an in-place commit of ``path`` killed before its rename left (``_links_to_live``):
+    its manifest line is removed, then its archive name, so the file is again its only name and its
+    history holds only what happened. The caller holds the file's lock (``locks.file_lock``). Returns
+    the archive paths taken back; nothing is read beyond one stat when there is nothing to heal."""
+    real = Path(os.path.realpath(path))
+    try:
+        if os.stat(real).st_nlink < 2:
+            return []
+    except OSError:
+        return []
+    folder_path = default_archive_dir(path, archive_dir)
+    with _io_errors(folder_path / MANIFEST_NAME), rewriting_manifest(folder_path) as manifest:
+        if manifest is None:
+            return []
+        names = _links_to_live(manifest.folder, real)
+        if not names:
+            return []
+        here = Path(os.path.realpath(manifest.folder.path))
+        lines = manifest.content.splitlines(keepends=True)
+        kept = [
+            line
+            for line in lines
+            if (record := parse_record(line)) is None
+            or record.source != str(real)
+            or not _names_one_of(record, here, names)
+        ]
+        # The line goes first: a kill between the two leaves an unrecorded link, which the next
+        # command finds and removes, never a record naming a missing archive.
+        if len(kept) != len(lines):
+            manifest.replace(kept)
+        for name in sorted(names):
+            with contextlib.suppress(FileNotFoundError):
+                manifest.folder.unlink(name)
+        manifest.folder.fsync()
+    return [str(here / name) for name in sorted(names)]
 
 
 def history(path: Path, archive_dir: Path | None) -> list[ArchiveRecord]:

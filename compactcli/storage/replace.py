@@ -13,8 +13,8 @@ Order of an in-place commit, and why:
      The manifest goes before the replacement so that a crash can never leave a replaced file
      whose original is archived but not recorded (``restore`` would not find it). A crash between
      the two leaves the file unchanged and a record whose ``sha256_after`` does not match it
-     (and, for a linked archive, a second name of the live file: ``restore`` refuses a file with
-     two links, and its sha256 stops matching as soon as the file is appended to);
+     (and, for a linked archive, a second name of the live file, which the next in-place command on
+     the file takes back with its record: ``manifest.take_back_unfinished``);
   5. a linked archive is made private (0600) through its descriptor once it is only the archive.
 """
 

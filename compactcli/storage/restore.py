@@ -12,7 +12,7 @@ from compactcli.storage.archives import MANIFEST_NAME
 from compactcli.storage.fileio import _CHUNK, _io_errors, _iso_utc, _utc_now, snapshot
 from compactcli.storage.folders import Untrusted, _archive_folder, default_archive_dir
 from compactcli.storage.locks import file_lock
-from compactcli.storage.manifest import ArchiveRecord, _ManifestAppend, history
+from compactcli.storage.manifest import ArchiveRecord, _ManifestAppend, history, take_back_unfinished
 from compactcli.storage.replace import Replacement
 
 RESTORE = "restore"  # the command name a restore records in the manifest
@@ -56,6 +56,7 @@ def restore(path: Path, archive_dir: Path | None, *, which: int | None = None) -
     path = Path(path)
     folder_path = default_archive_dir(path, archive_dir)
     with file_lock(path):
+        take_back_unfinished(path, archive_dir)  # a killed commit's record is no original
         entries = history(path, archive_dir)
         if not entries:
             raise CompactError(f"{path}: no archived original of {path} in {folder_path}", CHECK_FAILED)
