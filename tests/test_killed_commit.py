@@ -35,10 +35,13 @@ def _strace_works() -> bool:
 pytestmark = pytest.mark.skipif(not _strace_works(), reason="strace is missing or may not trace here")
 
 
-def killed_at_the_rename(*args: object, cwd: Path) -> subprocess.CompletedProcess:
-    """The installed command, killed by SIGKILL as it enters its first rename(2): the replacement."""
-    command = [STRACE, "-f", "-qq", "-o", "/dev/null", "-e", "trace=rename,renameat,renameat2"]
-    command += ["-e", "inject=rename,renameat,renameat2:signal=KILL:when=1"]
+def killed_at_the_rename(
+    *args: object, cwd: Path, calls: str = "rename,renameat,renameat2"
+) -> subprocess.CompletedProcess:
+    """The installed command, killed by SIGKILL as it enters its first of ``calls``; by default rename(2),
+    the replacement."""
+    command = [STRACE, "-f", "-qq", "-o", "/dev/null", "-e", f"trace={calls}"]
+    command += ["-e", f"inject={calls}:signal=KILL:when=1"]
     return subprocess.run(
         [*command, *compactcli_command(), *map(str, args)], cwd=cwd, capture_output=True, timeout=120
     )
@@ -136,3 +139,22 @@ def test_a_real_earlier_original_is_what_restore_puts_back_after_a_later_kill(tm
     assert transcript.read_bytes() == SAMPLE.read_bytes() != compacted
     assert len(manifest_lines(tmp_path)) == 1
     assert os.stat(transcript).st_nlink == 1
+
+
+def test_a_link_left_by_a_kill_before_the_manifest_line_is_removed_by_the_next_run(tmp_path: Path) -> None:
+    """Killed after linking the original but before recording it (at the chmod of the new content, the
+    first chmod(2) once the archive folder exists): a link no record names, which the next run removes."""
+    transcript = tmp_path / "a.jsonl"
+    shutil.copyfile(SAMPLE, transcript)
+    (tmp_path / ".transcripts").mkdir(mode=0o700)
+    os.chmod(tmp_path / ".transcripts", 0o700)
+    assert killed_at_the_rename("micro", transcript, cwd=tmp_path, calls="chmod,fchmodat").returncode == -9
+    [orphan] = archives(tmp_path)
+    assert os.path.samefile(orphan, transcript) and manifest_lines(tmp_path) == []
+
+    assert run_cli("micro", transcript).returncode == OK
+    assert not os.path.lexists(orphan)
+    [record] = manifest_lines(tmp_path)
+    assert [str(p) for p in archives(tmp_path)] == [record["archive"]]
+    assert run_cli("restore", transcript).returncode == OK
+    assert transcript.read_bytes() == SAMPLE.read_bytes()
