@@ -8,6 +8,7 @@ them in one record. The opt-in strategies (docs/design.md, "Micro strategies") k
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -53,6 +54,14 @@ def is_truncation(text: str, cut: Cut) -> bool:
     return found is not None and found.end() + cut.tail == len(text)
 
 
+@functools.lru_cache(maxsize=4096)
+def _render(placeholder: str, tool_name: str) -> str:
+    # One string per tool name, not per result: every cleared result holds its placeholder until the
+    # second pass, twice (the spooled line's changes and the plan).
+    # str.replace, not format: a user's placeholder may contain other braces.
+    return placeholder.replace("{tool_name}", tool_name)
+
+
 @dataclass(frozen=True)
 class MicroOptions:
     keep: int = 3
@@ -70,8 +79,7 @@ class MicroOptions:
     drop_thinking: bool = False
 
     def render(self, tool_name: str) -> str:
-        # str.replace, not format: a user's placeholder may contain other braces.
-        return self.placeholder.replace("{tool_name}", tool_name)
+        return _render(self.placeholder, tool_name)
 
     @property
     def strategies(self) -> list[str]:
