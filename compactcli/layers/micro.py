@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -188,7 +189,8 @@ class MicroIndex:
             conversation = self._tracker.key(record)
         uses, results = scanned if scanned is not None else self.dialect.scan(record)
         for use in uses:
-            self.tool_names.setdefault(use.id, use.name)
+            # A handful of tool names, one string each: not one per tool use of a long transcript.
+            self.tool_names.setdefault(use.id, sys.intern(use.name) if type(use.name) is str else use.name)
         if self.dialect.has_result_copies:
             for use_id in self.dialect.result_copies(record):
                 self.copies.setdefault(use_id, []).append(line)
