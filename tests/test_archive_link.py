@@ -25,8 +25,12 @@ import pytest
 from helpers.other_user import NOBODY
 
 from compactcli.core.errors import BUSY, IO_ERR, Busy, CompactError
-from compactcli.storage import store
-from compactcli.storage.store import ArchiveRecord, Replacement, file_lock, restore, snapshot
+from compactcli.storage import writers
+from compactcli.storage.fileio import snapshot
+from compactcli.storage.locks import file_lock
+from compactcli.storage.manifest import ArchiveRecord, _ManifestAppend
+from compactcli.storage.replace import Replacement
+from compactcli.storage.restore import restore
 
 ORIGINAL = b'{"role":"user","content":"hi"}\r\n{"role":"assistant","content":"caf\xc3\xa9"}\n'
 COMPACTED = b'{"role":"user","content":"[summary]"}\n'
@@ -205,11 +209,11 @@ def test_a_writer_that_opens_the_original_after_the_check_is_refused_too(
 ) -> None:
     # The check for writers comes before the manifest line is written and fsynced: a writer that
     # opens the file then would append to the archive once the file is replaced.
-    if not store._read_lease_available(tmp_path):
+    if not writers._read_lease_available(tmp_path):
         pytest.skip("no read leases here: only the check itself holds (see _NoWriters)")
     src = make(tmp_path / "t.jsonl")
     original_inode = os.stat(src).st_ino
-    append = store._ManifestAppend.append
+    append = _ManifestAppend.append
     late: list[subprocess.Popen] = []
 
     def append_while_a_writer_opens(self, record) -> None:
@@ -221,7 +225,7 @@ def test_a_writer_that_opens_the_original_after_the_check_is_refused_too(
         assert child.stdout is not None and child.stdout.readline().strip() == "opening"
         time.sleep(0.5)  # into its open()
 
-    monkeypatch.setattr(store._ManifestAppend, "append", append_while_a_writer_opens)
+    monkeypatch.setattr(_ManifestAppend, "append", append_while_a_writer_opens)
     with pytest.raises(Busy) as err:
         compact(src)
     [child] = late

@@ -189,12 +189,12 @@ def test_list_of_a_file_without_history_says_so_and_exits_0(tmp_path: Path) -> N
 def test_a_record_appended_while_prune_rewrites_the_manifest_is_kept(folder: Path) -> None:
     """prune replaces the manifest under its lock; a micro that appends meanwhile waits, then writes
     into the new manifest (not the replaced one, where its line would be lost)."""
-    from compactcli.storage import store
+    from compactcli.storage.manifest import rewriting_manifest
 
     other = folder / "c.jsonl"
     shutil.copy(SAMPLES / "openai" / "flattened.jsonl", other)
     script = Path(sys.executable).with_name("compactcli")
-    with store.rewriting_manifest(folder / ".transcripts") as manifest:
+    with rewriting_manifest(folder / ".transcripts") as manifest:
         assert manifest is not None
         micro = subprocess.Popen([str(script), "micro", other], stderr=subprocess.PIPE, text=True)
         with pytest.raises(subprocess.TimeoutExpired):

@@ -16,7 +16,7 @@ import pytest
 from helpers.cli import compactcli_command, run_cli
 
 from compactcli.report import Outcome, exit_code
-from compactcli.storage import store
+from compactcli.storage.locks import file_lock
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "json-output.md"
@@ -88,7 +88,7 @@ def test_mixed_batch_in_place(tmp_path: Path, command: str) -> None:
     bad = write(tmp_path / "bad.jsonl", BAD)
     locked = write(tmp_path / "locked.jsonl", tool_session())
     extra = ("--backend", "digest") if command == "summarize" else ()
-    with store.file_lock(locked, None):
+    with file_lock(locked, None):
         everything = run_cli(command, *extra, fifo, bad, locked, text=True)
         no_fifo = run_cli(command, *extra, bad, locked, text=True)
         only_busy = run_cli(command, *extra, locked, text=True)
@@ -105,7 +105,7 @@ def test_mixed_batch_summarize_api_unavailable(tmp_path: Path) -> None:
     locked = write(tmp_path / "locked.jsonl", tool_session())
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL="http://127.0.0.1:9")
     base = ("summarize", "--backend", "anthropic", "--max-retries", "0", "--timeout", "5")
-    with store.file_lock(locked, None):
+    with file_lock(locked, None):
         all_three = run_cli(*base, bad, good, locked, env=env, text=True)
         api_and_busy = run_cli(*base, good, locked, env=env, text=True)
     assert (all_three.returncode, api_and_busy.returncode) == (65, 69), all_three.stderr + api_and_busy.stderr
@@ -154,7 +154,7 @@ def test_mixed_batch_restore_io_error_beats_busy(tmp_path: Path) -> None:
     assert run_cli("micro", tampered, locked).returncode == 0
     [archive] = (tmp_path / ".transcripts").glob("tampered.*.jsonl")
     archive.write_bytes(b"changed\n")
-    with store.file_lock(locked, None):
+    with file_lock(locked, None):
         three = run_cli("restore", tampered, locked, plain, text=True)
         two = run_cli("restore", locked, plain, text=True)
     assert (three.returncode, two.returncode) == (74, 75), three.stderr + two.stderr

@@ -224,7 +224,12 @@ def test_group_help_lists_each_command_with_its_own_help() -> None:
 
 DIALECT_MODULES = ("compactcli.dialects.",)
 # What only reading or writing a file needs.
-FILE_WORK = ("compactcli.run.rewrite", "compactcli.storage.store", "compactcli.pipelines.micro_file")
+# The storage modules that read, archive and replace files (archives and remote only name things).
+STORAGE_WORK = tuple(
+    f"compactcli.storage.{name}"
+    for name in ("fileio", "folders", "locks", "manifest", "replace", "writers", "restore")
+)
+FILE_WORK = ("compactcli.run.rewrite", *STORAGE_WORK, "compactcli.pipelines.micro_file")
 
 
 def test_micro_help_imports_no_dialect_no_runner_and_no_file_work(tmp_path: Path) -> None:
@@ -258,8 +263,8 @@ def test_a_run_the_cache_answers_imports_no_dialect_and_no_file_work(tmp_path: P
     [
         ("estimate", ("compactcli.run.runner", "compactcli.report.estimate")),
         ("validate", ("compactcli.run.runner", "compactcli.run.cache")),
-        ("restore", ("compactcli.storage.store", "compactcli.run.runner")),
-        ("prune", ("compactcli.storage.store", "compactcli.storage.prune")),
+        ("restore", (*STORAGE_WORK, "compactcli.run.runner")),
+        ("prune", (*STORAGE_WORK, "compactcli.storage.prune")),
     ],
 )
 def test_a_command_help_imports_what_only_its_run_needs_later(
@@ -288,7 +293,7 @@ HEAVY_FOR_HELP = (
     "compactcli.pipelines.replay_file",
     "compactcli.run.rewrite",
     "compactcli.run.runner",
-    "compactcli.storage.store",
+    *STORAGE_WORK,
     "compactcli.pipelines.summarize_file",
     "compactcli.counting.tokens",
 )

@@ -29,7 +29,7 @@ RECORDS = [
 WRITER = r"""
 import os, signal, sys, time
 from pathlib import Path
-from compactcli.storage.store import Replacement
+from compactcli.storage.replace import Replacement
 repl = Replacement(Path(sys.argv[1]))
 repl.file.write(b'{"role": "user", "content": "half')
 repl.file.flush()

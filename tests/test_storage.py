@@ -18,19 +18,12 @@ import pytest
 
 from compactcli import __version__
 from compactcli.core.errors import BUSY, CHECK_FAILED, IO_ERR, Busy, CompactError
-from compactcli.storage.store import (
-    ArchiveRecord,
-    FileState,
-    Replacement,
-    append_manifest,
-    archive_copy,
-    current_umask,
-    default_archive_dir,
-    file_lock,
-    history,
-    restore,
-    snapshot,
-)
+from compactcli.storage.fileio import FileState, current_umask, snapshot
+from compactcli.storage.folders import default_archive_dir
+from compactcli.storage.locks import file_lock
+from compactcli.storage.manifest import ArchiveRecord, append_manifest, archive_copy, history
+from compactcli.storage.replace import Replacement
+from compactcli.storage.restore import restore
 
 # Bytes a text-based copy would damage: CRLF, invalid UTF-8, NUL, no final newline.
 ORIGINAL = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -444,8 +445,9 @@ class _Chain:
     __slots__ = ("lines", "offsets", "uuids", "parts", "named", "last", "opened", "_active")
 
     def __init__(self) -> None:
-        self.lines: list[int] = []
-        self.offsets: list[int] = []
+        # Machine integers, not int objects: two per record of a long transcript, kept to the end.
+        self.lines = array("q")
+        self.offsets = array("q")
         self.uuids: list[str] = []
         self.parts: list[object] = []
         self.named: dict[int, object] = {}

@@ -8,7 +8,9 @@ them in one record. The opt-in strategies (docs/design.md, "Micro strategies") k
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -53,6 +55,14 @@ def is_truncation(text: str, cut: Cut) -> bool:
     return found is not None and found.end() + cut.tail == len(text)
 
 
+@functools.lru_cache(maxsize=4096)
+def _render(placeholder: str, tool_name: str) -> str:
+    # One string per tool name, not per result: every cleared result holds its placeholder until the
+    # second pass, twice (the spooled line's changes and the plan).
+    # str.replace, not format: a user's placeholder may contain other braces.
+    return placeholder.replace("{tool_name}", tool_name)
+
+
 @dataclass(frozen=True)
 class MicroOptions:
     keep: int = 3
@@ -70,8 +80,7 @@ class MicroOptions:
     drop_thinking: bool = False
 
     def render(self, tool_name: str) -> str:
-        # str.replace, not format: a user's placeholder may contain other braces.
-        return self.placeholder.replace("{tool_name}", tool_name)
+        return _render(self.placeholder, tool_name)
 
     @property
     def strategies(self) -> list[str]:
@@ -180,7 +189,8 @@ class MicroIndex:
             conversation = self._tracker.key(record)
         uses, results = scanned if scanned is not None else self.dialect.scan(record)
         for use in uses:
-            self.tool_names.setdefault(use.id, use.name)
+            # A handful of tool names, one string each: not one per tool use of a long transcript.
+            self.tool_names.setdefault(use.id, sys.intern(use.name) if type(use.name) is str else use.name)
         if self.dialect.has_result_copies:
             for use_id in self.dialect.result_copies(record):
                 self.copies.setdefault(use_id, []).append(line)

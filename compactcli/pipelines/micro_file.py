@@ -10,6 +10,8 @@ tool name found only later in the file) is parsed again.
 from __future__ import annotations
 
 import tempfile
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -32,6 +34,37 @@ from compactcli.layers.micro import (
 from compactcli.pipelines.transcript import Line, copy_range, dialect_for, diff_line, dump_line, parse_line
 
 
+class Spans:
+    """(offset, length) in the source by line number, the lines added in increasing order: machine
+    integers in arrays rather than a dict of tuples, as a long transcript has one per tool result and
+    all are kept until the second pass."""
+
+    __slots__ = ("lines", "offsets", "lengths")
+
+    def __init__(self) -> None:
+        self.lines = array("q")
+        self.offsets = array("q")
+        self.lengths = array("q")
+
+    def add(self, line: int, offset: int, length: int) -> None:
+        if self.lines and self.lines[-1] >= line:
+            if self.lines[-1] == line:
+                return  # named again (a strategy's record that has results too): the same span
+            raise ValueError(f"line {line} added after line {self.lines[-1]}")
+        self.lines.append(line)
+        self.offsets.append(offset)
+        self.lengths.append(length)
+
+    def __getitem__(self, line: int) -> tuple[int, int]:
+        at = bisect_left(self.lines, line)
+        if at == len(self.lines) or self.lines[at] != line:
+            raise KeyError(line)
+        return self.offsets[at], self.lengths[at]
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+
 @dataclass
 class MicroEdit:
     path: str
@@ -41,7 +74,7 @@ class MicroEdit:
     stats: dict
     spool: BinaryIO | None = None
     spooled: dict[int, tuple[int, int, list]] = field(default_factory=dict)
-    spans: dict[int, tuple[int, int]] = field(default_factory=dict)  # line -> (offset, length) in source
+    spans: Spans = field(default_factory=Spans)  # line -> (offset, length) in source
     archive_first = False  # a placeholder does not name the archive
     sha256 = ""
 
@@ -172,12 +205,12 @@ def analyze(
                 conversation = scanned = None
             if strategies is not None:  # before `apply` below changes the record
                 strategies.add(number, record)
-                edit.spans[number] = (start, len(raw))
+                edit.spans.add(number, start, len(raw))
             candidates = []
             copies = index.copy_count
             facts = index.add(number, record, conversation, scanned)
             if facts or index.copy_count != copies:  # a UI copy may be cleared too
-                edit.spans[number] = (start, len(raw))
+                edit.spans.add(number, start, len(raw))
             if index.copy_count != copies:  # cleared as its result will be, if that one is cleared
                 candidates = _copy_candidates(dialect, index, options, record)
             for fact in facts:

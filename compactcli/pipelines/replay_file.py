@@ -22,7 +22,9 @@ from compactcli.layers.replay import (
     output_entries,
 )
 from compactcli.pipelines.transcript import STDIN, ConversationLines, dialect_for, open_input
-from compactcli.storage import remote, store
+from compactcli.storage import remote
+from compactcli.storage.manifest import archive_copy
+from compactcli.storage.replace import output_file
 
 TIMELINE_SUFFIXES = (".jsonl", ".csv")
 
@@ -134,7 +136,7 @@ def archiver(source: Source, dialect: dialects.Dialect, folder: Path) -> Callabl
             temp = Path(scratch) / f"{source.stem}.jsonl"
             with open(temp, "wb") as out:
                 write_entries(out, dialect, entries, source.template)
-            path, _, _ = store.archive_copy(temp, folder, stem=source.stem)
+            path, _, _ = archive_copy(temp, folder, stem=source.stem)
         return str(path)
 
     return archive
@@ -161,7 +163,7 @@ def write_output(
         write_entries(sys.stdout.buffer, dialect, result.context, template, unread)
         sys.stdout.buffer.flush()
         return
-    with store.output_file(Path(output)) as out:
+    with output_file(Path(output)) as out:
         write_entries(out, dialect, result.context, template, unread)
 
 

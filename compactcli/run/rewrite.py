@@ -28,7 +28,12 @@ from compactcli.core import errors
 from compactcli.pipelines.transcript import READ_BUFFER, STDIN, copy_to_spool, open_input
 from compactcli.report import BUSY, CHANGED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome
 from compactcli.run.settings import FileSettings
-from compactcli.storage import remote, store
+from compactcli.storage import remote
+from compactcli.storage.archives import ARCHIVE_DIR_NAME
+from compactcli.storage.fileio import WRITE_BUFFER, snapshot
+from compactcli.storage.locks import file_lock
+from compactcli.storage.manifest import archive_copy, take_back_unfinished
+from compactcli.storage.replace import Replacement, output_file
 
 STDOUT = "-"
 
@@ -130,7 +135,7 @@ def _still_written(exc: errors.BadInput, path: Path, state: object) -> bool:
     if not isinstance(exc, errors.TornLastLine):
         return False
     time.sleep(TORN_SETTLE)
-    return store.snapshot(path) != state
+    return snapshot(path) != state
 
 
 def too_recent(item: str, st: os.stat_result, settings: FileSettings) -> Outcome | None:
@@ -172,22 +177,26 @@ def _change(line: str, item: str) -> dict:
 
 def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -> Outcome:
     archive_dir = Path(settings.archive_dir) if settings.archive_dir else None
-    with store.file_lock(path, archive_dir):
-        state = store.snapshot(path)
+    with file_lock(path, archive_dir):
+        # What a run killed between its manifest line and its rename left is taken back first.
+        healed = take_back_unfinished(path, archive_dir)
+        state = snapshot(path)
         with open(path, "rb", buffering=READ_BUFFER) as source:
             try:
                 edit = analyze(source, item)
             except errors.BadInput as exc:
-                if store.snapshot(path) != state or _still_written(exc, path, state):
+                if snapshot(path) != state or _still_written(exc, path, state):
                     raise errors.Busy(f"{item}: busy: changed while it was processed") from None
                 raise
+            if healed:  # said in the file's report: its history lost a change that never happened
+                edit.stats["taken_back"] = healed
             if not edit.changed:
                 return Outcome(item, UNCHANGED, stats=edit.stats)
             archived = _prepare(edit, source, path, archive_dir)
             handed_over = False
             try:
                 source.seek(0)
-                with store.Replacement(path) as replacement:
+                with Replacement(path) as replacement:
                     edit.write(source, replacement.file)
                     refused = _gate(edit, source, replacement.file, replacement.temp_path)
                     if refused is not None:  # the temp file goes with the block, the archive below
@@ -250,7 +259,7 @@ def _prepare(
     edit.prepare(source)
     if not edit.archive_first:
         return None
-    archived = store.archive_copy(original, archive_dir, stem=stem)
+    archived = archive_copy(original, archive_dir, stem=stem)
     if edit.sha256 and archived[1] != edit.sha256:
         _discard(archived[0])
         raise errors.Busy(f"{original}: busy: changed while it was processed")
@@ -275,7 +284,7 @@ def _to_output(
         original = spool or Path(item)
         folder = Path(settings.archive_dir) if settings.archive_dir else None
         if spool is not None and folder is None:
-            folder = Path(store.ARCHIVE_DIR_NAME)
+            folder = Path(ARCHIVE_DIR_NAME)
         archived = _prepare(edit, source, original, folder, "stdin" if spool is not None else None)
     try:
         source.seek(0)
@@ -285,7 +294,7 @@ def _to_output(
                 _write(edit, source, out)
             written = out.written
         else:
-            with store.output_file(Path(settings.output), _mode_of(source, spool)) as target:
+            with output_file(Path(settings.output), _mode_of(source, spool)) as target:
                 out = _CountingWriter(target)
                 _write(edit, source, out)
                 written = out.written
@@ -324,7 +333,7 @@ def _stdout() -> Iterator[BinaryIO]:
         sys.stdout.buffer.flush()
         return
     sys.stdout.buffer.flush()
-    with io.BufferedWriter(io.FileIO(fd, "wb", closefd=False), store.WRITE_BUFFER) as stdout:
+    with io.BufferedWriter(io.FileIO(fd, "wb", closefd=False), WRITE_BUFFER) as stdout:
         yield stdout
 
 

@@ -4,7 +4,7 @@
 under its lock; only then are the archive files removed, so a crash leaves at worst an archive that
 no manifest line names, never a line naming a missing archive.
 
-The archives of a transcript go only under its one-writer lock (store.file_lock, as micro, summarize
+The archives of a transcript go only under its one-writer lock (locks.file_lock, as micro, summarize
 and restore take it), held from the manifest's rewrite to the last removal: a run on that transcript
 (a restore reading the archive it chose) never loses what it reads. A transcript another run holds is
 busy (75) and keeps its archives; the others are pruned."""
@@ -21,8 +21,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from compactcli.core.errors import CompactError
-from compactcli.storage import store
-from compactcli.storage.store import ArchiveRecord
+from compactcli.storage.locks import file_lock
+from compactcli.storage.manifest import ArchiveRecord, parse_record, rewriting_manifest
+from compactcli.storage.restore import pristine_index
 
 # Transcripts locked at once (an open descriptor each) for one rewrite of the manifest; more take
 # another rewrite, so a folder of thousands of transcripts stays within the limit of open files.
@@ -57,7 +58,7 @@ class Rule:
     def dropped(self, records: list[ArchiveRecord], now: datetime) -> list[int]:
         """Positions in `records` (one transcript's, oldest first) of the entries to drop."""
         drop = []
-        pristine = None if self.drop_pristine else store.pristine_index(records)
+        pristine = None if self.drop_pristine else pristine_index(records)
         for position, record in enumerate(records):
             if position == pristine:
                 continue
@@ -101,12 +102,12 @@ def prune_folder(
     done: set[str] = set()
     at_once = _locks_at_once()
     while True:
-        with store.rewriting_manifest(folder) as manifest, contextlib.ExitStack() as locks:
+        with rewriting_manifest(folder) as manifest, contextlib.ExitStack() as locks:
             if manifest is None:
                 return results
             lines = manifest.content.splitlines(keepends=True)
             by_source: dict[str, list[int]] = defaultdict(list)
-            records = [store.parse_record(line) for line in lines]
+            records = [parse_record(line) for line in lines]
             for index, record in enumerate(records):
                 if record is not None and record.source not in done and selected(record.source):
                     by_source[record.source].append(index)
@@ -147,9 +148,9 @@ def prune_folder(
 
 def _lock(locks: contextlib.ExitStack, source: str, held: set[str]) -> None:
     """Hold the transcript's one-writer lock until `locks` closes. A transcript that is gone locks its
-    folder instead (store.file_lock, as a restore recreating it does): once for all such in it."""
+    folder instead (locks.file_lock, as a restore recreating it does): once for all such in it."""
     real = os.path.realpath(source)
     target = real if os.path.lexists(real) else os.path.dirname(real)
     if target not in held:
-        locks.enter_context(store.file_lock(Path(source)))
+        locks.enter_context(file_lock(Path(source)))
         held.add(target)

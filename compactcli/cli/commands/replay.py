@@ -308,7 +308,7 @@ def replay(
     from compactcli.pipelines.context import ContextSize
     from compactcli.pipelines.replay_file import Source, archiver, report_lines, write_output, write_timeline
     from compactcli.report import chart
-    from compactcli.storage import store
+    from compactcli.storage.folders import default_archive_dir
 
     keeps: list[int] = layer.pop("keep")
     if compare:
@@ -364,7 +364,7 @@ def replay(
             options = micro_settings({**layer, "keep": keep})
             archive = lambda entries: READ_ONLY_ARCHIVE  # noqa: E731
             if output or timeline or archive_dir:  # docs/design.md, "What only reads"
-                folder = store.default_archive_dir(source.place, Path(archive_dir) if archive_dir else None)
+                folder = default_archive_dir(source.place, Path(archive_dir) if archive_dir else None)
                 archive = archiver(source, chosen, folder)
             run = _new_replay(chosen, count, summarizer, archive, limit, options, keep_user_messages)
             result = source.run(run, on_invalid)

@@ -52,27 +52,28 @@ class RestoreFigures(Figures):
 
 
 def restore_one(name: str, *, folder: Path | None, which: int | None) -> Outcome:
-    from compactcli.storage import store  # not for --help
+    from compactcli.storage import restore as restoring  # not for --help
 
-    done = store.restore(Path(name), folder, which=which)
+    done = restoring.restore(Path(name), folder, which=which)
     if done.record is None:  # the file already holds that original: restoring again changes nothing
         return Outcome(name, UNCHANGED, stats={"from": done.entry.archive})
     return Outcome(name, RESTORED, stats=asdict(done.record) | {"from": done.entry.archive})
 
 
 def list_one(name: str, *, folder: Path | None) -> Outcome:
-    from compactcli.storage import store  # not for --help
+    from compactcli.storage import folders, manifest  # not for --help
+    from compactcli.storage import restore as restoring
 
     path = Path(name)
-    found = store.read_history(path, folder)
+    found = manifest.read_history(path, folder)
     for problem in found.skipped:
         click.echo(f"warning: {problem}", err=True)
     entries = found.records
-    pristine = store.pristine_index(entries)
+    pristine = restoring.pristine_index(entries)
     history = [
         dict(asdict(entry), index=number, pristine=number == pristine) for number, entry in enumerate(entries)
     ]
-    message = "" if entries else f"{path}: no history in {store.default_archive_dir(path, folder)}"
+    message = "" if entries else f"{path}: no history in {folders.default_archive_dir(path, folder)}"
     return Outcome(name, LISTED, message=message, stats={"history": history})
 
 
@@ -139,10 +140,10 @@ def _transcripts(path: Path, archive_dir: Path | None) -> list[tuple[Path, Path 
     if not path.is_dir():
         return [(path, archive_dir)]
     found = []
-    from compactcli.storage import store  # not for --help
+    from compactcli.storage import manifest  # not for --help
 
     for folder, selected in archives.targets(path, archive_dir):
-        for source in store.sources(folder, selected):
+        for source in manifest.sources(folder, selected):
             beside = Path(source).parent / archives.ARCHIVE_DIR_NAME
             found.append((Path(source), None if folder == beside.resolve() else folder))
     if not found:
@@ -153,11 +154,11 @@ def _transcripts(path: Path, archive_dir: Path | None) -> list[tuple[Path, Path 
 def _require_paths(paths: tuple[str, ...], archive_dir: Path | None) -> None:
     """A PATH that does not exist is a usage error, as in every command, unless an archive folder holds
     an original of it (a deleted transcript is restored)."""
-    from compactcli.storage import store  # not for --help
+    from compactcli.storage import manifest  # not for --help
 
     for name in paths:
         path = Path(name)
-        if not os.path.lexists(path) and not store.history(path, archive_dir):
+        if not os.path.lexists(path) and not manifest.history(path, archive_dir):
             raise click.BadParameter(
                 f"Path {name!r} does not exist and no archive folder holds an original of it.",
                 param_hint="'PATHS...'",
