@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.agents import PREFIX, agent_env, require_agent, run_agent
+from helpers.agents import copilot_env, require_agent, run_agent, tool_uses_sent
 from helpers.cli import run_cli
 from helpers.fakeapi import FakeAnthropic
 
@@ -52,26 +52,11 @@ def copilot() -> Path:
 
 
 def _env(home: Path, api: FakeAnthropic) -> dict[str, str]:
-    return agent_env(
-        home,
-        COPILOT_HOME=str(home / ".copilot"),
-        COPILOT_OFFLINE="true",
-        COPILOT_PROVIDER_TYPE="anthropic",
-        COPILOT_PROVIDER_BASE_URL=api.url,
-        COPILOT_PROVIDER_API_KEY=api.api_key,
-        COPILOT_MODEL=MODEL,
-        XDG_CACHE_HOME=str(PREFIX.parent / "copilot-unpacked"),
-    )
+    return copilot_env(home, api, MODEL)
 
 
 def _play_steps(body: dict[str, Any]) -> list[dict[str, Any]]:
-    done = sum(
-        1
-        for message in body["messages"]
-        if isinstance(message["content"], list)
-        for block in message["content"]
-        if block.get("type") == "tool_use"
-    )
+    done = tool_uses_sent(body)
     if done >= len(STEPS):
         return [{"type": "text", "text": FINAL_REPLY}]
     call_id, name, arguments = STEPS[done]

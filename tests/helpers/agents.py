@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,3 +68,29 @@ def copy_home(source: Path, target: Path) -> Path:
     """A fresh copy of a home an agent wrote its session into, so each test resumes its own copy."""
     shutil.copytree(source, target, symlinks=True)
     return target
+
+
+def copilot_env(home: Path, api: Any, model: str) -> dict[str, str]:
+    """Copilot CLI in its bring-your-own-key mode against the fake Messages API `api`: no GitHub login,
+    offline, its home under `home`; its 235 MB self-extraction is cached beside the npm prefix, once."""
+    return agent_env(
+        home,
+        COPILOT_HOME=str(home / ".copilot"),
+        COPILOT_OFFLINE="true",
+        COPILOT_PROVIDER_TYPE="anthropic",
+        COPILOT_PROVIDER_BASE_URL=api.url,
+        COPILOT_PROVIDER_API_KEY=api.api_key,
+        COPILOT_MODEL=model,
+        XDG_CACHE_HOME=str(PREFIX.parent / "copilot-unpacked"),
+    )
+
+
+def tool_uses_sent(body: dict[str, Any]) -> int:
+    """How many tool_use blocks a Messages API request's history holds: the step a scripted model is at."""
+    return sum(
+        1
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_use"
+    )
