@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.agents import agent_env, copy_home, run_agent
+from helpers.agents import agent_env, copy_home, require_agent, run_agent
 from helpers.cli import run_cli
 from helpers.fakegemini import FakeGemini, contents_text, function_call, text
 
@@ -35,14 +35,7 @@ FINAL = "They all say the parser drops commas."
 
 
 def gemini_binary() -> Path:
-    given = os.environ.get("COMPACTCLI_GEMINI")
-    path = Path(given) if given else PREFIX / "node_modules" / ".bin" / "gemini"
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        pytest.skip(
-            f"Gemini CLI is not installed: set COMPACTCLI_GEMINI to its binary, or install the version "
-            f".ci/run pins: npm install --prefix {PREFIX} {PACKAGE}@<version>"
-        )
-    return path
+    return require_agent("gemini", "COMPACTCLI_GEMINI", PACKAGE, PREFIX)
 
 
 def _env(home: Path, api: FakeGemini) -> dict[str, str]:

@@ -44,7 +44,7 @@ def test_every_citation_names_a_heading_of_docs_design_md() -> None:
 
 
 def test_the_citation_check_finds_a_wrong_heading(tmp_path: Path) -> None:
-    text = '# docs/design.md, "Dialects" and docs/design.md, "No such part"; see DESIGN.md 4\n'
+    text = '# docs/design.md, "Dialects" and docs/design.md, "No such part"; see design.md 4\n'
     assert CITATION.findall(text) == ["Dialects", "No such part"]
     assert len(ANY_MENTION.findall(text)) == 3
 

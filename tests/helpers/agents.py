@@ -28,18 +28,19 @@ _HOW = (
 )
 
 
-def agent_binary(name: str, var: str) -> Path | None:
-    """The agent's executable, or None when it is not installed."""
+def agent_binary(name: str, var: str, prefix: Path = PREFIX) -> Path | None:
+    """The agent's executable, or None when it is not installed (in `prefix`, the npm prefix .ci/run
+    installs it into)."""
     given = os.environ.get(var)
-    path = Path(given) if given else PREFIX / "node_modules" / ".bin" / name
+    path = Path(given) if given else prefix / "node_modules" / ".bin" / name
     return path if path.is_file() and os.access(path, os.X_OK) else None
 
 
-def require_agent(name: str, var: str, package: str) -> Path:
+def require_agent(name: str, var: str, package: str, prefix: Path = PREFIX) -> Path:
     """The agent's executable; skips the test, saying how to enable it, when there is none."""
-    found = agent_binary(name, var)
+    found = agent_binary(name, var, prefix)
     if found is None:
-        pytest.skip(f"{name} is not installed: " + _HOW.format(var=var, prefix=PREFIX, package=package))
+        pytest.skip(f"{name} is not installed: " + _HOW.format(var=var, prefix=prefix, package=package))
     return found
 
 
