@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,6 +15,8 @@ import pytest
 from helpers.cli import run_cli
 from helpers.fakeapi import Reply
 from helpers.fakeopenai import FakeOpenAI, down_url, error_reply, html_reply, message_texts, prompt_tokens
+from helpers.files import write_jsonl
+from helpers.sessions import SUMMARY_MESSAGE, tool_loop
 
 from compactcli.layers.summarize import SYSTEM_PROMPT
 
@@ -27,35 +28,16 @@ KEY = "sk-ant-api03-" + "Q9w8E7r6" * 6
 GITHUB = "ghp_" + "Zq7xW2" * 6
 TASK = "Port the CSV loader in tally/ledger.py to the csv module and keep the tests green."
 MODEL = "fake-model"
-PREFIX = re.compile(
-    r"^\[Conversation compressed\. Transcript: (?P<path>[^\]]+)\]\n\n(?P<summary>.*)$", re.DOTALL
-)
+PREFIX = SUMMARY_MESSAGE
 
 
 def conversation(turns: int = 3, output: str = "ok") -> list[dict]:
-    records = [{"role": "user", "content": f"{TASK} The API key for the tests is {KEY}."}]
-    for n in range(turns):
-        records.append(
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "text", "text": f"step {n}"},
-                    {"type": "tool_use", "id": f"t{n}", "name": "bash", "input": {"command": f"run {n}"}},
-                ],
-            }
-        )
-        records.append(
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": output}]}
-        )
-    records.append({"role": "user", "content": f"Now push it, the token is {GITHUB}."})
-    records.append({"role": "assistant", "content": "All steps done."})
-    return records
+    task = f"{TASK} The API key for the tests is {KEY}."
+    return tool_loop(task, turns, output, last_user=f"Now push it, the token is {GITHUB}.")
 
 
 def write(path: Path, records: list[dict]) -> bytes:
-    data = b"".join(json.dumps(r).encode() + b"\n" for r in records)
-    path.write_bytes(data)
-    return data
+    return write_jsonl(path, records).read_bytes()
 
 
 def run(api_url: str | None, *args: str, cwd: Path, env: dict | None = None, **extra: str):

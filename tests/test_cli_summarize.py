@@ -19,7 +19,7 @@ from helpers.cli import run_cli
 from helpers.corpus import corpus_params, expectation
 from helpers.fakeapi import FakeAnthropic, Reply, error_reply
 from helpers.files import write_jsonl
-from helpers.sessions import ClaudeCodeSession
+from helpers.sessions import SUMMARY_MESSAGE, ClaudeCodeSession, tool_loop
 
 from compactcli import dialects
 from compactcli.backends.anthropic import DEFAULT_MODEL
@@ -452,34 +452,15 @@ def test_corpus_files_summarize_to_valid_files(source: Path, tmp_path: Path) -> 
 # ============================================================================== the anthropic backend
 KEY = "sk-ant-api03-" + "Q9w8E7r6" * 6
 TASK = "Port the CSV loader in tally/ledger.py to the csv module and keep the tests green."
-API_PREFIX = re.compile(
-    r"^\[Conversation compressed\. Transcript: (?P<path>[^\]]+)\]\n\n(?P<summary>.*)$", re.DOTALL
-)
+API_PREFIX = SUMMARY_MESSAGE
 
 
 def conversation(turns: int = 3, output: str = "ok") -> list[dict]:
-    records = [{"role": "user", "content": f"{TASK} The API key for the tests is {KEY}."}]
-    for n in range(turns):
-        records.append(
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "text", "text": f"Step {n}."},
-                    {"type": "tool_use", "id": f"t{n}", "name": "bash", "input": {"command": f"step {n}"}},
-                ],
-            }
-        )
-        records.append(
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": output}]}
-        )
-    records.append({"role": "assistant", "content": "All steps done."})
-    return records
+    return tool_loop(f"{TASK} The API key for the tests is {KEY}.", turns, output)
 
 
 def write(path: Path, records: list[dict]) -> bytes:
-    data = b"".join(json.dumps(r).encode() + b"\n" for r in records)
-    path.write_bytes(data)
-    return data
+    return write_jsonl(path, records).read_bytes()
 
 
 def run_api(api: FakeAnthropic, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:

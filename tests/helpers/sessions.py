@@ -1,6 +1,9 @@
-"""Small Claude Code sessions written record by record, for tests that need a particular shape."""
+"""Small sessions for tests that need a particular shape: Claude Code sessions written record by record,
+and Anthropic Messages tool loops."""
 
 from __future__ import annotations
+
+import re
 
 IDENTITY = {"isSidechain": False, "userType": "external", "cwd": "/home/u", "sessionId": "s-1"}
 
@@ -27,3 +30,32 @@ def claude_code_records(rows: list[tuple[str, object, dict]]) -> list[dict]:
     for kind, content, extra in rows:
         session.add(kind, content, **extra)
     return session.records
+
+
+# The user message a summary becomes: the archive's path, a blank line, the summary.
+SUMMARY_MESSAGE = re.compile(
+    r"^\[Conversation compressed\. Transcript: (?P<path>[^\]]+)\]\n\n(?P<summary>.*)$", re.DOTALL
+)
+
+
+def tool_loop(task: str, turns: int = 3, output: str = "ok", last_user: str | None = None) -> list[dict]:
+    """An Anthropic Messages conversation: the `task`, `turns` bash calls each answered by `output`,
+    `last_user` (when given) and a closing "All steps done."."""
+    records = [{"role": "user", "content": task}]
+    for n in range(turns):
+        records.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"Step {n}."},
+                    {"type": "tool_use", "id": f"t{n}", "name": "bash", "input": {"command": f"step {n}"}},
+                ],
+            }
+        )
+        records.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": output}]}
+        )
+    if last_user is not None:
+        records.append({"role": "user", "content": last_user})
+    records.append({"role": "assistant", "content": "All steps done."})
+    return records
