@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 from helpers.cli import run_cli
@@ -102,3 +104,10 @@ def test_help_is_what_a_terminal_needs_and_help_all_has_the_rest(command: str) -
     assert details in whole.stdout and details not in brief.stdout
     # --help-all is eager, as --help is: the options beside it do not run.
     assert run_cli(command, "--help-all", "--no-redact", env=env, text=True).stdout == whole.stdout
+
+
+def test_python_m_compactcli_is_the_same_command() -> None:
+    # The package's __main__: every other test runs the installed script.
+    run = subprocess.run([sys.executable, "-m", "compactcli", "--version"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == f"compactcli, version {compactcli.__version__}\n"
