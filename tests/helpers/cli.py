@@ -1,6 +1,7 @@
 """The ways tests run compactcli: as the installed command in a real subprocess (what a user runs, with its
 own interpreter, signals, umask and file descriptors), waited for (`run_cli`) or started in the background
-(`start_cli`); and in process through click's CliRunner (`invoke`). `environ` builds their environments."""
+(`start_cli`); and in process through click's CliRunner (`invoke`). `environ` and `home_env`
+build their environments."""
 
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ def environ(drop: str | Sequence[str] = (), **values: str) -> dict[str, str]:
     prefixes = (drop,) if isinstance(drop, str) else tuple(drop)
     kept = {k: v for k, v in os.environ.items() if not (prefixes and k.startswith(prefixes))}
     return kept | values
+
+
+def home_env(home: Path, **values: str) -> dict[str, str]:
+    """A bare environment with a private HOME and cache folder: only PATH, LANG and TMPDIR are this
+    process's, so no setting or session of the machine's own user is seen; plus `values`."""
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TMPDIR")}
+    return {**keep, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), **values}
 
 
 def run_cli(
