@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers.cli import compactcli_command, run_cli
+from helpers.cli import run_cli
 
 import compactcli
 
@@ -602,11 +602,7 @@ def test_help_and_micro_do_not_import_anthropic(transcript: Path) -> None:
     assert transcript.read_bytes() == EXPECTED  # the micro run above did run
 
     # The installed entry point too, as Python reports its imports.
-    run = subprocess.run(
-        [sys.executable, "-X", "importtime", *compactcli_command(), "micro", "--help"],
-        capture_output=True,
-        text=True,
-    )
+    run = run_cli("micro", "--help", prefix=(sys.executable, "-X", "importtime"), text=True)
     assert run.returncode == OK
     imported = [line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines()]
     assert "compactcli.cli" in imported

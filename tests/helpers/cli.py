@@ -57,12 +57,13 @@ def run_cli(
     """Run the installed command with `args` and capture its output (bytes unless `text`).
 
     `prefix` goes before the command (e.g. `setpriv ...` to drop privileges); `kwargs` go to
-    subprocess.run (e.g. `umask=0o077`).
+    subprocess.run (e.g. `umask=0o077`, or `stdout=` a terminal or a closed pipe instead of a capture).
     """
+    kwargs.setdefault("stdout", subprocess.PIPE)
+    kwargs.setdefault("stderr", subprocess.PIPE)
     return subprocess.run(
         [*prefix, *compactcli_command(), *map(str, args)],
         input=stdin,
-        capture_output=True,
         cwd=cwd,
         env=env,
         text=text,
