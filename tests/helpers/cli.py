@@ -5,6 +5,7 @@ bytes out). `environ` and `home_env` build the environments of the subprocesses.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -72,6 +73,14 @@ def run_cli(
         timeout=timeout,
         **kwargs,
     )
+
+
+def stats_of(*args: object, **kwargs) -> dict:
+    """The `stats` of the JSON object `compactcli *args` prints (`args` ask for --json); the run must
+    succeed. `kwargs` go to run_cli."""
+    done = run_cli(*args, text=True, **kwargs)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["stats"]
 
 
 def start_cli(*args: object, prefix: Sequence[str] = (), **kwargs) -> subprocess.Popen:
