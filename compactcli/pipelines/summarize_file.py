@@ -32,7 +32,7 @@ import json
 import re
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, BinaryIO
@@ -230,17 +230,21 @@ class SummaryEdit:
     def close(self) -> None:
         pass
 
-    def gate(self, source: BinaryIO, written: str) -> str | None:
+    @property
+    def gate(self) -> Callable[[BinaryIO, str], str | None] | None:
+        """--min-retention's check of the new content, None without it: rewrite then writes the output
+        as it goes, with no staging copy to check first."""
+        min_retention = self.options.min_retention
+        return None if min_retention is None else partial(self._retention_gate, min_retention)
+
+    def _retention_gate(self, min_retention: float, source: BinaryIO, written: str) -> str | None:
         """--min-retention: why the new content must not replace the original (its retention is below
-        R), else None. Called by rewrite before the replacement: below R the original stays and its
-        archive goes (docs/design.md, "A summary below --min-retention is not applied")."""
-        if self.options.min_retention is None:
-            return None
+        R), else None. Called by rewrite before anything is put in place or written to -o: below R the
+        original stays and its archive goes (docs/design.md, "A summary below --min-retention is not
+        applied")."""
         from compactcli.pipelines.verify import measure_into
 
-        return measure_into(
-            self.stats, source, self.path, written, self.options.min_retention, self.on_invalid
-        )
+        return measure_into(self.stats, source, self.path, written, min_retention, self.on_invalid)
 
     # -- 2. the summary --------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from compactcli.cli.options import cache_option, input_options
+from compactcli.cli.options import BriefHelpCommand, cache_option, input_options
 from compactcli.core.constants import ESTIMATE_METHOD, METHODS, NO_USAGE, OVER, STDIN, UNDER
 from compactcli.core.errors import EXIT_CODES_HELP, OK
 from compactcli.report import COMMAND_FORMATS, Outcome, Report
@@ -20,9 +20,23 @@ HELP = """Count the tokens of each transcript's active context; fail CI when one
 
 PATHS are files, folders (searched for --glob) or '-' for stdin; none: the session folders of
 the agents found here (~/.claude/projects, $CODEX_HOME/sessions, ~/.pi/agent/sessions), named
-on stderr. Nothing is changed.
-For Claude
-Code logs the active context is the main conversation from its last compaction on; a file of
+on stderr. Nothing is changed. --max-tokens N exits 1 when a file is over N.
+
+\b
+Methods (--method): auto (default: the context recorded at the last model
+call plus the heuristic count of what came after, else heuristic +
+--overhead), heuristic, seed, api (count_tokens), usage (recorded only).
+
+\b
+Examples:
+  compactcli estimate ~/.claude/projects
+  compactcli estimate --max-tokens 150000 --format github transcripts/
+  compactcli estimate --top 5 session.jsonl
+  compactcli estimate --method usage --format csv transcripts/ > usage.csv
+"""
+
+DETAILS = """
+For Claude Code logs the active context is the main conversation from its last compaction on; a file of
 sub-agent (sidechain) records only is counted as its own conversation. For Codex rollouts it is
 what follows the last `compacted` record, its replacement_history first; heuristic and api also
 count the base_instructions of session_meta, and count each tool output as Codex sent it: cut to
@@ -73,19 +87,15 @@ auto's default is the dialect's, measured on recorded sessions (claude-code: 17,
 --calibrate: PATHS are sessions with recorded usage (Claude Code usage, Codex token_count); print
 each method's error against it instead, and how well auto and heuristic + overhead predict each
 next call.
-
-\b
-Examples:
-  compactcli estimate ~/.claude/projects
-  compactcli estimate --max-tokens 150000 --format github transcripts/
-  compactcli estimate --top 5 session.jsonl
-  compactcli estimate --method usage --format csv transcripts/ > usage.csv
 """
 
 
 @click.command(
+    cls=BriefHelpCommand,
     help=HELP,
+    details=DETAILS,
     epilog=EXIT_CODES_HELP + " Here 1: a file is over --max-tokens, or cannot be checked.",
+    common=("method", "max_tokens", "overhead", "top", "output_format", "jobs", "quiet"),
 )
 @input_options(formats=COMMAND_FORMATS["estimate"], agents_folders=True)
 @click.option(

@@ -440,7 +440,9 @@ def _reporting(
     """What each file's outcome goes through: the report, after --verify's probe when asked."""
     if not options.verify and options.min_retention is None:
         return report.done
-    if writes.output == "-" or (writes.output is None and STDIN in items):
+    # --min-retention checks the new content before it is written anywhere; --verify alone reads it back.
+    to_stdout = writes.output == "-" or (writes.output is None and STDIN in items)
+    if to_stdout and options.min_retention is None:
         raise click.UsageError("--verify reads the summarized file back: not with a transcript on stdout")
     from compactcli.pipelines.verify import verifying
 
