@@ -421,6 +421,13 @@ def test_estimate_after_summarize_counts_the_compressed_history_and_restore_undo
     # no call is recorded after the compression: usage before it is not the context's
     auto = tokens()
     assert auto["method"] == "heuristic+overhead" and auto["usage"]["calls"] == 0
+    # replay reads the appended compression as a recorded one, and ends with the same context
+    args = ("--threshold", "100000", "--keep", "100", "--estimator", "heuristic", "--backend", "digest")
+    done = run_cli("replay", "--json", *args, session, text=True)
+    assert done.returncode == 0, done.stderr
+    replayed = json.loads(done.stdout)["stats"]
+    assert replayed["compactions"] == {"auto": 0, "manual": 0, "recorded": 2}  # the sample's and this one
+    assert replayed["final_tokens"] == compressed["tokens"]
     done = run_cli("restore", session, text=True)
     assert done.returncode == 0, done.stderr
     assert session.read_bytes() == before
