@@ -23,6 +23,8 @@ What is kept, per dialect (the records before the cut are all in the archive):
   is its own conversation, and the new records then carry its isSidechain and agentId.
 - pi (Dialect.appends_compactions): every line as it is, then one compaction entry naming the first
   kept record (docs/design.md, "pi sessions").
+- qwen-code (appends_compactions, carries_kept): every line as it is, then one chat_compression record
+  that holds the summary and the kept Contents (docs/design.md, "Qwen Code: summarize").
 """
 
 from __future__ import annotations
@@ -314,17 +316,23 @@ class SummaryEdit:
     def new_records(self, source: BinaryIO, summary: str, archive: str) -> list[dict]:
         context = [self._read_at(source, offset) for offset in self.context_offsets]
         if self.append:
+            extra = {"kept_records": self._kept_records(source)} if self.dialect.carries_kept else {}
             return self.dialect.summary_records(
                 summary_text(archive, summary),
                 context_records=context,
                 pre_tokens=self.pre_tokens,
                 kept_index=self.kept_index,
+                **extra,
             )
         return self.dialect.summary_records(
             summary_text(archive, summary),
             context_records=context,
             pre_tokens=self.pre_tokens,
         )
+
+    def _kept_records(self, source: BinaryIO) -> list[dict]:
+        """The records kept after the summary, in the conversation's order (Dialect.carries_kept)."""
+        return [self._read_at(source, offset) for offset in self.conversation.offsets[self.cut :]]
 
     def _read_at(self, source: BinaryIO, offset: int) -> dict:
         source.seek(offset)
