@@ -272,10 +272,9 @@ class SummaryEdit:
             text = self.summarizer.summarize(self.summarized_messages(source), focus=self.options.focus)
         except Unavailable as err:
             raise Unavailable(f"{self.path}: {err}") from err
-        # A summary built on an earlier one says how deep it is, for the next compaction to read.
-        depth = self.previous_depth + 1 if self.previous_depth else 1
-        self.stats["compaction_depth"] = depth
-        self.set_summary(text + depth_note(depth), self.summarizer.name, dict(self.summarizer.redactions))
+        self.set_model_summary(
+            text, self.summarizer.name, dict(self.summarizer.redactions), self.previous_depth
+        )
         calls = getattr(self.summarizer, "calls", None)
         if calls is not None:
             self.stats["api_calls"] = calls
@@ -289,6 +288,16 @@ class SummaryEdit:
             price = price_of(self.stats["model"])
             if price is not None:
                 self.stats["cost_usd"] = round(cost_usd(price, usage.input_tokens, usage.output_tokens), 6)
+
+    def set_model_summary(
+        self, text: str, backend: str, redactions: dict[str, int], previous_depth: int
+    ) -> None:
+        """A model's summary of the messages before the cut, whose earlier summary (if any) was
+        `previous_depth` deep: it says how deep it is, for the next compaction to read (docs/design.md,
+        "Summaries that build on the last one"), whether it came now or from a Message Batch."""
+        depth = previous_depth + 1 if previous_depth else 1
+        self.stats["compaction_depth"] = depth
+        self.set_summary(text + depth_note(depth), backend, redactions)
 
     def set_summary(self, text: str, backend: str, redactions: dict[str, int]) -> None:
         if getattr(self.summarizer, "redact", True):
