@@ -67,10 +67,12 @@ def make_summarizer(
     max_retries: int = 2,
     redact: bool = True,
     base_url: str | None = None,
+    openai_api: str = "chat",
 ) -> ModelSummarizer | Any:
     """A summarizer for `backend` (one of core.constants.BACKENDS); `.name` says which (`auto`
     resolved). Nothing is sent before the first `summarize` call. A backend that needs a setting it
-    was not given (openai's --model) raises ValueError saying which."""
+    was not given (openai's --model) raises ValueError saying which. `base_url` and `openai_api`
+    (chat or responses) are the openai backend's; the others take no such choice."""
     name = resolve_backend(backend)
     if name == "digest":
         from compactcli.backends.digest import DigestSummarizer
@@ -78,7 +80,9 @@ def make_summarizer(
         return DigestSummarizer(redact=redact)
     module, _, function = MODEL_BACKENDS[name].partition(":")
     make = getattr(importlib.import_module(module), function)
-    made: Backend = make(model=model, timeout=timeout, max_retries=max_retries, base_url=base_url)
+    made: Backend = make(
+        model=model, timeout=timeout, max_retries=max_retries, base_url=base_url, api=openai_api
+    )
     return ModelSummarizer(
         backend=made,
         summary_tokens=summary_tokens,

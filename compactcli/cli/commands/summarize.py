@@ -254,7 +254,8 @@ Backends (--backend):
   openai       any OpenAI-compatible server (Ollama, vLLM, llama.cpp,
                LM Studio, LiteLLM, OpenRouter, OpenAI): --base-url or
                $OPENAI_BASE_URL, --model (required), OPENAI_API_KEY if the
-               server wants one. Needs compactcli[openai].
+               server wants one; Chat Completions, or --openai-api
+               responses for the Responses API. Needs compactcli[openai].
   claude-code  your own `claude` (Claude Code) in print mode, with its
                login: no tools, no session saved, in an empty folder.
   codex        your own `codex exec`, with its login, read-only sandbox.
