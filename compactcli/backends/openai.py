@@ -33,6 +33,7 @@ from compactcli.backends.anthropic import (
 )
 from compactcli.backends.base import Reply
 from compactcli.core.constants import OPENAI_APIS
+from compactcli.counting.pricing import Price, openai_price
 
 if TYPE_CHECKING:
     import openai
@@ -96,6 +97,11 @@ class OpenAIBackend:
                 "naming your own server, e.g. http://localhost:11434/v1 for Ollama"
             )
 
+    def list_price(self, model: str | None, request_tokens: int) -> Price | None:
+        """OpenAI's list price, on OpenAI's own API only: a gateway or a local server bills (or not)
+        by its own prices, which no table here knows."""
+        return openai_price(model, request_tokens) if self.base_url == OPENAI_URL else None
+
     def describe(self) -> str:
         through = ", Responses API" if self.api == "responses" else ""
         return f"openai (model {self.model} at {self.base_url}{through})"
@@ -152,10 +158,12 @@ class OpenAIBackend:
         texts: list[str] = []
         usage = None
         finish = None
+        answered = None  # the model the server says answered (a dated snapshot of --model, say)
         chunks = 0
         with stream:
             for chunk in stream:
                 chunks += 1
+                answered = getattr(chunk, "model", None) or answered
                 if getattr(chunk, "usage", None) is not None:
                     usage = chunk.usage
                 for choice in getattr(chunk, "choices", None) or []:
@@ -186,6 +194,7 @@ class OpenAIBackend:
             input_tokens=_count(getattr(usage, "prompt_tokens", None)),
             output_tokens=_count(getattr(usage, "completion_tokens", None)),
             request_id=request_id,
+            model=answered if isinstance(answered, str) and answered else None,
         )
 
     def _respond(self, system: str, user: str, max_tokens: int) -> Reply:
@@ -234,11 +243,13 @@ class OpenAIBackend:
                 request_id=request_id,
             )
         usage = getattr(final, "usage", None)
+        answered = getattr(final, "model", None)
         return Reply(
             text,
             input_tokens=_count(getattr(usage, "input_tokens", None)),
             output_tokens=_count(getattr(usage, "output_tokens", None)),
             request_id=request_id,
+            model=answered if isinstance(answered, str) and answered else None,
         )
 
     def _failed(self, event: Any, request_id: str | None) -> str:

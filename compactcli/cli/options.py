@@ -26,6 +26,7 @@ from compactcli.core.constants import (
     OPENAI_APIS,
     USER_MESSAGES_TOKENS,
 )
+from compactcli.counting.pricing import Price, parse_price
 from compactcli.run.settings import Inputs, Writes
 
 if TYPE_CHECKING:
@@ -374,6 +375,20 @@ class HeadTail(click.ParamType):
         if not sep or not head.isdigit() or not tail.isdigit():
             self.fail(f"{value!r} is not HEAD:TAIL (two counts of characters, e.g. 200:200)", param, ctx)
         return Cut(int(head), int(tail))
+
+
+class PriceType(click.ParamType):
+    """IN,CACHED,OUT: USD per million tokens."""
+
+    name = "IN,CACHED,OUT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Price:
+        if isinstance(value, Price):
+            return value
+        try:
+            return parse_price(str(value))
+        except ValueError as err:
+            self.fail(str(err), param, ctx)
 
 
 def micro_settings(given: dict) -> MicroOptions:
