@@ -251,3 +251,28 @@ def test_the_fake_gemini_api_refuses_unanswered_calls():
         "parts": [{"functionResponse": {"id": "b", "name": "read_file", "response": {}}}],
     }
     assert unanswered([ask, call, wrong]) is not None
+
+
+def test_scan_is_tool_uses_and_tool_results_in_one_read():
+    # micro's first pass takes every record's calls and outputs from scan: it must say what the two
+    # questions asked apart say, on the sample and on the shapes the format allows.
+    response = {"functionResponse": {"id": "u1", "name": "grep", "response": {"matches": [1, 2]}}}
+    odd = [
+        user("m1", "hi") | {"content": [{"functionCall": {"id": "c1", "name": "grep"}}, response]},
+        gemini("m2", "", [call("c2"), {"id": 7, "name": "bad"}, {"name": "no id"}, "not a call"])
+        | {"content": [{"functionCall": {"id": "c3", "name": "ls"}}, {"functionCall": {"name": "x"}}]},
+        gemini("m3", "", [call("c4") | {"result": "as a string"}, call("c5", output=None)]),
+        {"id": "m4", "type": "info", "content": [{"functionCall": {"id": "c6", "name": "ls"}}]},
+        {"$set": {"messages": [gemini("m5", "", [call("c7")]), user("m6", "x"), 3]}},
+        {"$set": {"messages": []}},
+        {"$set": {"lastUpdated": "t"}, "type": "gemini", "toolCalls": [call("c8")]},
+        {"$rewindTo": "m1"},
+        HEADER,
+    ]
+    records = [json.loads(line) for line in SAMPLE.read_text().splitlines()] + odd
+    for record in records:
+        assert GEMINI_CLI.scan(record) == (
+            list(GEMINI_CLI.tool_uses(record)),
+            GEMINI_CLI.tool_results(record),
+        )
+    assert any(GEMINI_CLI.scan(record)[1] for record in odd)

@@ -259,6 +259,32 @@ class GeminiCliDialect(Dialect):
                 if gp.given_id(call):
                     yield ToolUse(call["id"], gp.name_of(call))
 
+    def scan(self, record: dict) -> Scan:
+        # micro's first pass asks this of every record: one read of the record, not tool_uses' and
+        # tool_results' each (a checkpoint, rare, is left to them).
+        patch = record.get(SET)
+        if patch is not None and checkpoint(record) is not None:
+            return list(self.tool_uses(record)), self.tool_results(record)
+        kind = record.get("type")
+        content = record.get("content")
+        parts = gp.part_list(content) if content is not None else []
+        uses = [ToolUse(call["id"], gp.name_of(call)) for _, call in gp.calls(parts) if gp.given_id(call)]
+        if kind == "user":
+            results = [
+                ToolResult(gp.given_id(response), index, gp.response_content(response))
+                for index, response in gp.responses(parts)
+            ]
+            return uses, results
+        calls = tool_calls(record)
+        if not calls:
+            return uses, []
+        own = [
+            ToolUse(call["id"], str(call.get("name") or "unknown"))
+            for call in calls
+            if isinstance(call.get("id"), str)
+        ]
+        return own + uses, _results(record)
+
     def tool_results(self, record: dict) -> list[ToolResult]:
         messages = checkpoint(record)
         if messages is None:
