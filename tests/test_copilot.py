@@ -138,3 +138,15 @@ def test_summarize_appends_copilots_compaction_and_writes_its_checkpoint(tmp_pat
         assert checkpoint.read_text() == summary + "\n"
         assert [r["type"] for r in records[-2:]] == ["assistant.message", "assistant.turn_end"]
         assert run_cli("validate", path, text=True).returncode == 0
+
+
+def test_estimate_counts_the_summary_of_a_session_summarize_left_with_its_compaction_only(tmp_path):
+    # summarize with nothing kept leaves session.start and the compaction events: the summary is the context.
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(SAMPLE, path)
+    assert run_cli("summarize", "-q", "--backend", "digest", path).returncode == 0
+    done = run_cli("estimate", "--method", "heuristic", "--json", path, text=True)
+    stats = json.loads(done.stdout)["stats"]
+    summary = events(path)[-1]["data"]["summaryContent"]
+    assert stats["messages"] == 1
+    assert stats["by_category"]["text"] > len(summary) // 8  # the summary's words, not an empty context
