@@ -188,3 +188,15 @@ def test_micro_clears_a_post_tool_use_hooks_copy_with_the_result_it_copies(tmp_p
     assert run_cli("validate", path).returncode == 0
     again = run_cli("micro", "--keep", "1", path, text=True)
     assert again.returncode == 0 and path.read_bytes().splitlines(keepends=True) == after
+
+
+def test_estimate_counts_the_summary_of_a_session_summarize_left_with_its_compaction_only(tmp_path):
+    # summarize with nothing kept leaves session.start and the compaction events: the summary is the context.
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(SAMPLE, path)
+    assert run_cli("summarize", "-q", "--backend", "digest", path).returncode == 0
+    done = run_cli("estimate", "--method", "heuristic", "--json", path, text=True)
+    stats = json.loads(done.stdout)["stats"]
+    summary = events(path)[-1]["data"]["summaryContent"]
+    assert stats["messages"] == 1
+    assert stats["by_category"]["text"] > len(summary) // 8  # the summary's words, not an empty context
