@@ -179,6 +179,16 @@ def _wait_for(check, seconds: float = 40) -> bool:
     return check()
 
 
+def _rollout_outputs(rollout: Path) -> dict[str, str]:
+    """The outputs of the function calls the rollout holds, by call id."""
+    outputs = {}
+    for line in rollout.read_text().splitlines():
+        payload = json.loads(line).get("payload") or {}
+        if payload.get("type") == "function_call_output":
+            outputs[payload["call_id"]] = payload["output"]
+    return outputs
+
+
 def test_codex_notify_hook_compacts_the_rollout_once_codex_closed_it(codex: Path, tmp_path: Path) -> None:
     import test_agents_codex as c
 
@@ -203,11 +213,7 @@ def test_codex_notify_hook_compacts_the_rollout_once_codex_closed_it(codex: Path
         # The background process logs once its child has committed (or given up).
         assert _wait_for(lambda: hook_log.exists() and "codex agent-turn-complete" in hook_log.read_text())
         assert manifest.exists(), hook_log.read_text()
-        outputs = {}
-        for line in rollout.read_text().splitlines():
-            payload = json.loads(line).get("payload") or {}
-            if payload.get("type") == "function_call_output":
-                outputs[payload["call_id"]] = payload["output"]
+        outputs = _rollout_outputs(rollout)
         for call_id in ("call_01count", "call_02log"):  # micro's defaults keep the last three
             assert c.PLACEHOLDER in str(outputs[call_id]), call_id
         assert c.ORIGINAL["call_05status"] in str(outputs["call_05status"])
@@ -224,6 +230,49 @@ def test_codex_notify_hook_compacts_the_rollout_once_codex_closed_it(codex: Path
         assert c._calls(calls[0].body) == [step[0] for step in c.STEPS]
         # The resumed turn's own notify compacts again in the background: wait for it to finish.
         assert _wait_for(lambda: hook_log.read_text().count("codex agent-turn-complete") >= 2)
+
+
+def test_codex_hooks_json_session_end_runs_once_trusted_and_compacts_the_rollout(
+    codex: Path, tmp_path: Path
+) -> None:
+    """The SessionEnd entry `hooks install codex-hooks` writes to hooks.json: Codex skips a hook nobody has
+    trusted; trusted (here for one invocation, --dangerously-bypass-hook-trust, where a user would trust it
+    once in /hooks), it runs when `codex exec` ends the session and compacts the rollout Codex has closed."""
+    import test_agents_codex as c
+
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    (project / "NOTES.md").write_text(
+        "".join(f"note {i}: the parser drops trailing commas\n" for i in range(30))
+    )
+    hook_log = home / ".cache" / "compactcli" / "hooks.log"
+    with FakeResponses() as api:
+        api.reply_items = c._play_steps
+        env = c._codex_env(home, api)
+        installed = run_cli("hooks", "install", "codex-hooks", env=env, text=True)
+        assert installed.returncode == 0, installed.stderr
+        assert "SessionEnd" in json.loads((home / "codex" / "hooks.json").read_text())["hooks"]
+        task = [codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", c.TASK]
+        done = run_agent(task, cwd=project, env=env)
+        assert done.returncode == 0, done.stderr + done.stdout
+        rollout = c._rollout(home)
+        # Not trusted: the entry never runs (the hook would detach, so give it time to show up).
+        assert not _wait_for(hook_log.exists, seconds=5)
+        assert not (rollout.parent / ".transcripts").exists()
+        assert c.ORIGINAL["call_01count"] in _rollout_outputs(rollout)["call_01count"]
+
+        api.reply_items = lambda body: [c.message(c.RESUMED_REPLY)]
+        trusted = [codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust"]
+        done = run_agent([*trusted, "resume", c._session_id(rollout), c.FOLLOW_UP], cwd=project, env=env)
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert _wait_for(lambda: hook_log.exists() and "codex SessionEnd" in hook_log.read_text())
+    assert f"{rollout}: exit 0" in hook_log.read_text() and "1 file compacted" in hook_log.read_text()
+    assert (rollout.parent / ".transcripts" / "manifest.jsonl").exists()
+    outputs = _rollout_outputs(rollout)
+    for call_id in ("call_01count", "call_02log"):  # micro's defaults keep the last three
+        assert c.PLACEHOLDER in outputs[call_id], call_id
+    assert c.ORIGINAL["call_05status"] in outputs["call_05status"]
 
 
 def test_a_hook_that_would_overrun_returns_in_time_and_leaves_the_file(claude: Path, tmp_path: Path) -> None:
