@@ -5,6 +5,7 @@ session still resumes. Skips unless Claude Code is installed (tests/helpers/agen
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -232,12 +233,46 @@ def test_codex_notify_hook_compacts_the_rollout_once_codex_closed_it(codex: Path
         assert _wait_for(lambda: hook_log.read_text().count("codex agent-turn-complete") >= 2)
 
 
+def _trust_codex_hooks(codex: Path, env: dict[str, str], cwd: Path) -> list[str]:
+    """Trust the hooks Codex lists as untrusted, as its /hooks screen does: each one's key and current hash
+    (from `codex app-server`'s hooks/list) under [hooks.state] in CODEX_HOME's config.toml. Their keys."""
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"clientInfo": {"name": "t", "version": "1"}},
+        },
+        {"jsonrpc": "2.0", "method": "initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(cwd)]}},
+    ]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
+    server = subprocess.Popen([codex, "app-server"], text=True, cwd=cwd, env=env, **pipes)
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+        server.stdin.flush()
+        listed = next(m for m in map(json.loads, server.stdout) if m.get("id") == 2)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    hooks = [
+        h for found in listed["result"]["data"] for h in found["hooks"] if h["trustStatus"] == "untrusted"
+    ]
+    with open(Path(env["CODEX_HOME"]) / "config.toml", "a") as config:
+        for hook in hooks:
+            config.write(
+                f'\n[hooks.state.{json.dumps(hook["key"])}]\ntrusted_hash = "{hook["currentHash"]}"\n'
+            )
+    return [hook["key"] for hook in hooks]
+
+
 def test_codex_hooks_json_session_end_runs_once_trusted_and_compacts_the_rollout(
     codex: Path, tmp_path: Path
 ) -> None:
-    """The SessionEnd entry `hooks install codex-hooks` writes to hooks.json: Codex skips a hook nobody has
-    trusted; trusted (here for one invocation, --dangerously-bypass-hook-trust, where a user would trust it
-    once in /hooks), it runs when `codex exec` ends the session and compacts the rollout Codex has closed."""
+    """The SessionEnd entry `hooks install codex-hooks` writes to hooks.json: Codex skips it until the user
+    trusts it; trusted as /hooks does it, it runs when `codex exec` ends the session and compacts the
+    rollout Codex has closed."""
     import test_agents_codex as c
 
     home, project = tmp_path / "home", tmp_path / "project"
@@ -252,7 +287,7 @@ def test_codex_hooks_json_session_end_runs_once_trusted_and_compacts_the_rollout
         env = c._codex_env(home, api)
         installed = run_cli("hooks", "install", "codex-hooks", env=env, text=True)
         assert installed.returncode == 0, installed.stderr
-        assert "SessionEnd" in json.loads((home / "codex" / "hooks.json").read_text())["hooks"]
+        hooks_json = home / "codex" / "hooks.json"
         task = [codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", c.TASK]
         done = run_agent(task, cwd=project, env=env)
         assert done.returncode == 0, done.stderr + done.stdout
@@ -262,9 +297,10 @@ def test_codex_hooks_json_session_end_runs_once_trusted_and_compacts_the_rollout
         assert not (rollout.parent / ".transcripts").exists()
         assert c.ORIGINAL["call_01count"] in _rollout_outputs(rollout)["call_01count"]
 
+        assert _trust_codex_hooks(codex, env, project) == [f"{hooks_json}:session_end:0:0"]
         api.reply_items = lambda body: [c.message(c.RESUMED_REPLY)]
-        trusted = [codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust"]
-        done = run_agent([*trusted, "resume", c._session_id(rollout), c.FOLLOW_UP], cwd=project, env=env)
+        resume = [codex, "exec", "--skip-git-repo-check", "resume", c._session_id(rollout), c.FOLLOW_UP]
+        done = run_agent(resume, cwd=project, env=env)
         assert done.returncode == 0, done.stderr + done.stdout
         assert _wait_for(lambda: hook_log.exists() and "codex SessionEnd" in hook_log.read_text())
     assert f"{rollout}: exit 0" in hook_log.read_text() and "1 file compacted" in hook_log.read_text()
