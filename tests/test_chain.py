@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import invoke
+from helpers.files import write_jsonl
 
 from compactcli import dialects
 from compactcli.layers.validate import validate_records
@@ -106,7 +107,7 @@ def test_a_message_id_that_is_no_string_groups_nothing(tmp_path, odd_id):
         record("a2", "u2", "assistant", [{"type": "text", "text": "Done."}], id=odd_id),
     ]
     path = tmp_path / "odd-id.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     for args in (["validate"], ["estimate"], ["replay"], ["micro", "--keep", "0", "-o", "-"]):
         run = invoke(*args, path)
         assert run.exit_code == 0, (args, run.output, run.exception)

@@ -11,6 +11,7 @@ import pytest
 from helpers import codex_rollout
 from helpers.cli import run_cli, stats_of
 from helpers.corpus import CORPUS
+from helpers.files import write_jsonl
 from helpers.invariants import assert_only_results_cleared, is_default_placeholder, violations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -763,7 +764,7 @@ def test_drop_thinking_takes_the_ids_of_the_items_whose_reasoning_it_drops(tmp_p
     # Responses API ("provided without its required 'reasoning' item"): the id goes too.
     path = tmp_path / "rollout.jsonl"
     records = _responses_with_ids(ids)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     original = path.read_bytes().splitlines(keepends=True)
 
     done = run_cli("micro", "--keep", "10", "--drop-thinking", path, cwd=tmp_path, text=True)
@@ -789,7 +790,7 @@ def test_drop_thinking_takes_the_ids_of_the_items_whose_reasoning_it_drops(tmp_p
 def test_dry_run_says_that_drop_thinking_takes_an_item_s_id(tmp_path: Path) -> None:
     path = tmp_path / "rollout.jsonl"
     records = _responses_with_ids(True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     done = run_cli(
         "micro", "--keep", "10", "--drop-thinking", "--dry-run", "-v", path, cwd=tmp_path, text=True
     )

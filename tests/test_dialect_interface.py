@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import invoke
+from helpers.files import write_jsonl
 
 from compactcli import dialects
 from compactcli.dialects.base import FITS, NO, PROVES, Dialect, ToolResult, ToolUse
@@ -112,7 +113,7 @@ def toy_file(tmp_path: Path) -> Path:
         records.append({"speaker": "me", "says": "x" * 300, "answers": f"c{n}", "toy": 1})
     records.append({"speaker": "bot", "says": "done", "toy": 1})
     path = tmp_path / "toy.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     return path
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from helpers.cli import run_cli, stats_of
 from helpers.fakeapi import FakeAnthropic
+from helpers.files import write_jsonl
 
 OK = 0
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -45,7 +46,7 @@ def test_an_anthropic_transcript_summarized_again_sends_the_last_summary_and_wha
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": OLD}]},
         {"role": "assistant", "content": "Listed."},
     ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     replies = iter(["FIRST SUMMARY of the port", "SECOND SUMMARY", "THIRD SUMMARY"])
     fake_api.reply_text = lambda body: next(replies)
     assert stats_of("summarize", "--json", path, cwd=path.parent, env=fake_api.env())["compaction_depth"] == 1
@@ -176,7 +177,7 @@ def test_replay_simulates_summaries_that_build_on_the_last_one(
     for n in range(12):
         records.append({"role": "assistant", "content": f"step {n}: " + "work " * 300})
         records.append({"role": "user", "content": f"go on {n}"})
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     fake_api.reply_text = lambda body: "SIMULATED SUMMARY " + str(len(fake_api.calls("messages")))
     done = run_cli(
         "replay",
@@ -212,7 +213,7 @@ def test_a_summary_applied_from_a_message_batch_records_its_depth_like_a_direct_
         {"role": "user", "content": "Go on."},
         {"role": "assistant", "content": OLD},
     ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     fake_api.reply_text = lambda body: (
         "BATCH SUMMARY" if "<previous_summary>" in user_turn(body) else "FIRST SUMMARY"
     )
