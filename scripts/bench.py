@@ -98,15 +98,30 @@ with open(sys.argv[1], "rb") as src, open(sys.argv[2], "wb") as out:
         out.write(line)
 """
 
-# The micro rule (docs/design.md, "Layers") written plainly: all records in memory, the stdlib json module.
-STDLIB_MICRO = """
-import json, sys
-src, dst, dialect = sys.argv[1:4]
-KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read"}
-PLACEHOLDER = "[Previous: used {tool_name}]"
-with open(src, encoding="utf-8") as f:
-    records = [json.loads(line) for line in f]
 
+def stdlib_micro(
+    body: str,
+    preserve: str = '{"read_file", "Read", "read", "view"}',
+    argv: str = "src, dst = sys.argv[1:3]",
+    constants: str = "",
+) -> str:
+    """The micro rule written plainly for one dialect, as a script: every record read into a list with the
+    stdlib json module, `body` applied to them, all written out again compact (as micro writes them)."""
+    return (
+        f"\nimport json, sys\n{argv}\nKEEP, MIN_CHARS, PRESERVE = 3, 100, {preserve}\n"
+        'PLACEHOLDER = "[Previous: used {tool_name}]"\n'
+        f"{constants}"
+        'with open(src, encoding="utf-8") as f:\n    records = [json.loads(line) for line in f]\n'
+        f"{body}\n"
+        'with open(dst, "w", encoding="utf-8") as out:\n    for record in records:\n'
+        '        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))\n'
+        '        out.write("\\n")\n'
+    )
+
+
+# The micro rule (docs/design.md, "Layers") written plainly: all records in memory, the stdlib json module.
+STDLIB_MICRO = stdlib_micro(
+    """
 def content_of(record):
     if dialect == "claude-code":
         message = record.get("message")
@@ -148,25 +163,15 @@ for found in results.values():
             block["content"] = placeholder
             if dialect == "claude-code":
                 records[i].pop("toolUseResult", None)
-
-with open(dst, "w", encoding="utf-8") as out:
-    for record in records:
-        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-        out.write("\\n")
-"""
+""",
+    preserve='{"read_file", "Read"}',
+    argv="src, dst, dialect = sys.argv[1:4]",
+)
 
 # The same rule for a Codex rollout: outputs paired with calls by call_id, and the UI copy of a cleared
 # output (exec_command_end, patch_apply_end) cleared with it.
-STDLIB_MICRO_CODEX = """
-import json, sys
-src, dst = sys.argv[1:3]
-KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read"}
-PLACEHOLDER = "[Previous: used {tool_name}]"
-COPIES = {"exec_command_end": ("aggregated_output", "formatted_output", "stdout", "stderr"),
-          "patch_apply_end": ("stdout", "stderr")}
-with open(src, encoding="utf-8") as f:
-    records = [json.loads(line) for line in f]
-
+STDLIB_MICRO_CODEX = stdlib_micro(
+    """
 names, outputs, copies = {}, [], {}
 for i, record in enumerate(records):
     payload = record.get("payload")
@@ -195,23 +200,18 @@ for i in outputs[: max(len(outputs) - KEEP, 0)]:
         present = [field for field in COPIES[copy["type"]] if isinstance(copy.get(field), str)]
         for n, field in enumerate(present):
             copy[field] = placeholder if n == 0 else ""
-
-with open(dst, "w", encoding="utf-8") as out:
-    for record in records:
-        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-        out.write("\\n")
-"""
+""",
+    preserve='{"read_file", "Read"}',
+    constants="""\
+COPIES = {"exec_command_end": ("aggregated_output", "formatted_output", "stdout", "stderr"),
+          "patch_apply_end": ("stdout", "stderr")}
+""",
+)
 
 # The same rule for a pi session: each toolResult entry is one result, paired with its call by toolCallId;
 # a cleared result is written as one text block, its `details` (the UI's copy) dropped; pi's read is kept.
-STDLIB_MICRO_PI = """
-import json, sys
-src, dst = sys.argv[1:3]
-KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read"}
-PLACEHOLDER = "[Previous: used {tool_name}]"
-with open(src, encoding="utf-8") as f:
-    records = [json.loads(line) for line in f]
-
+STDLIB_MICRO_PI = stdlib_micro(
+    """
 names, results = {}, []
 for i, record in enumerate(records):
     message = record.get("message") if record.get("type") == "message" else None
@@ -238,24 +238,15 @@ for i in results[: max(len(results) - KEEP, 0)]:
         continue
     message["content"] = [{"type": "text", "text": placeholder}]
     message.pop("details", None)
-
-with open(dst, "w", encoding="utf-8") as out:
-    for record in records:
-        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-        out.write("\\n")
-"""
+""",
+    preserve='{"read_file", "Read", "read"}',
+)
 
 # The same rule for a Qwen Code session: each functionResponse part is one result, paired with its
 # functionCall by id; its output is what the model is sent ({"output": text} as it is, any other response
 # as its JSON); a cleared one becomes {"output": placeholder} and the UI's copy on its record follows.
-STDLIB_MICRO_QWEN = """
-import json, sys
-src, dst = sys.argv[1:3]
-KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read", "view"}
-PLACEHOLDER = "[Previous: used {tool_name}]"
-with open(src, encoding="utf-8") as f:
-    records = [json.loads(line) for line in f]
-
+STDLIB_MICRO_QWEN = stdlib_micro(
+    """
 names, results = {}, []
 for i, record in enumerate(records):
     message = record.get("message") if record.get("type") in ("user", "assistant", "tool_result") else None
@@ -283,24 +274,14 @@ for i, response in results[: max(len(results) - KEEP, 0)]:
     copy = records[i].get("toolCallResult")
     if isinstance(copy, dict) and copy.get("callId") == response.get("id") and "resultDisplay" in copy:
         copy["resultDisplay"] = placeholder
-
-with open(dst, "w", encoding="utf-8") as out:
-    for record in records:
-        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-        out.write("\\n")
-"""
+""",
+)
 
 # The same rule for a Copilot CLI events.jsonl: each tool.execution_complete is one result, paired with
 # its call by toolCallId; result.content (or a failure's error.message) is what the model is sent, and
 # the UI's copies in the same event (detailedContent, contents) are emptied with it.
-STDLIB_MICRO_COPILOT = """
-import json, sys
-src, dst = sys.argv[1:3]
-KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read", "view"}
-PLACEHOLDER = "[Previous: used {tool_name}]"
-with open(src, encoding="utf-8") as f:
-    records = [json.loads(line) for line in f]
-
+STDLIB_MICRO_COPILOT = stdlib_micro(
+    """
 names, results = {}, []
 for i, record in enumerate(records):
     data = record.get("data")
@@ -330,24 +311,14 @@ for data in results[: max(len(results) - KEEP, 0)]:
                 result[field] = []
     else:
         error["message"] = placeholder
-
-with open(dst, "w", encoding="utf-8") as out:
-    for record in records:
-        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-        out.write("\\n")
-"""
+""",
+)
 
 # The same rule for a Gemini CLI session: a model turn is upserted by id, and every version of it holds
 # its calls' results (toolCalls[].result: functionResponse parts), so the last `keep` calls are counted
 # once each and an older call's result is cleared in every version; notices and patches pass through.
-STDLIB_MICRO_GEMINI = """
-import json, sys
-src, dst = sys.argv[1:3]
-KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read", "view"}
-PLACEHOLDER = "[Previous: used {tool_name}]"
-with open(src, encoding="utf-8") as f:
-    records = [json.loads(line) for line in f]
-
+STDLIB_MICRO_GEMINI = stdlib_micro(
+    """
 order, found = [], {}
 for record in records:
     calls = record.get("toolCalls") if record.get("type") == "gemini" else None
@@ -372,23 +343,13 @@ for key in order[: max(len(order) - KEEP, 0)]:
         if len(text) <= MIN_CHARS or name in PRESERVE or text == placeholder:
             continue
         response["response"] = {"output": placeholder}
-
-with open(dst, "w", encoding="utf-8") as out:
-    for record in records:
-        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-        out.write("\\n")
-"""
+""",
+)
 
 # The same rule for an OpenAI chat log: each `tool` message is one result, paired with its call by
 # tool_call_id.
-STDLIB_MICRO_OPENAI = """
-import json, sys
-src, dst = sys.argv[1:3]
-KEEP, MIN_CHARS, PRESERVE = 3, 100, {"read_file", "Read", "read", "view"}
-PLACEHOLDER = "[Previous: used {tool_name}]"
-with open(src, encoding="utf-8") as f:
-    records = [json.loads(line) for line in f]
-
+STDLIB_MICRO_OPENAI = stdlib_micro(
+    """
 names, results = {}, []
 for record in records:
     for call in record.get("tool_calls") or ():
@@ -404,12 +365,8 @@ for record in results[: max(len(results) - KEEP, 0)]:
     placeholder = PLACEHOLDER.replace("{tool_name}", name)
     if name not in PRESERVE and text != placeholder:
         record["content"] = placeholder
-
-with open(dst, "w", encoding="utf-8") as out:
-    for record in records:
-        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-        out.write("\\n")
-"""
+""",
+)
 
 # Prints which modules a command imported, after running it in this interpreter.
 IMPORT_PROBE = """

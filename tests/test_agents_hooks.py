@@ -5,6 +5,7 @@ session still resumes. Skips unless Claude Code is installed (tests/helpers/agen
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -179,6 +180,16 @@ def _wait_for(check, seconds: float = 40) -> bool:
     return check()
 
 
+def _rollout_outputs(rollout: Path) -> dict[str, str]:
+    """The outputs of the function calls the rollout holds, by call id."""
+    outputs = {}
+    for line in rollout.read_text().splitlines():
+        payload = json.loads(line).get("payload") or {}
+        if payload.get("type") == "function_call_output":
+            outputs[payload["call_id"]] = payload["output"]
+    return outputs
+
+
 def test_codex_notify_hook_compacts_the_rollout_once_codex_closed_it(codex: Path, tmp_path: Path) -> None:
     import test_agents_codex as c
 
@@ -203,11 +214,7 @@ def test_codex_notify_hook_compacts_the_rollout_once_codex_closed_it(codex: Path
         # The background process logs once its child has committed (or given up).
         assert _wait_for(lambda: hook_log.exists() and "codex agent-turn-complete" in hook_log.read_text())
         assert manifest.exists(), hook_log.read_text()
-        outputs = {}
-        for line in rollout.read_text().splitlines():
-            payload = json.loads(line).get("payload") or {}
-            if payload.get("type") == "function_call_output":
-                outputs[payload["call_id"]] = payload["output"]
+        outputs = _rollout_outputs(rollout)
         for call_id in ("call_01count", "call_02log"):  # micro's defaults keep the last three
             assert c.PLACEHOLDER in str(outputs[call_id]), call_id
         assert c.ORIGINAL["call_05status"] in str(outputs["call_05status"])
@@ -224,6 +231,84 @@ def test_codex_notify_hook_compacts_the_rollout_once_codex_closed_it(codex: Path
         assert c._calls(calls[0].body) == [step[0] for step in c.STEPS]
         # The resumed turn's own notify compacts again in the background: wait for it to finish.
         assert _wait_for(lambda: hook_log.read_text().count("codex agent-turn-complete") >= 2)
+
+
+def _trust_codex_hooks(codex: Path, env: dict[str, str], cwd: Path) -> list[str]:
+    """Trust the hooks Codex lists as untrusted, as its /hooks screen does: each one's key and current hash
+    (from `codex app-server`'s hooks/list) under [hooks.state] in CODEX_HOME's config.toml. Their keys."""
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"clientInfo": {"name": "t", "version": "1"}},
+        },
+        {"jsonrpc": "2.0", "method": "initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(cwd)]}},
+    ]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
+    server = subprocess.Popen([codex, "app-server"], text=True, cwd=cwd, env=env, **pipes)
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+        server.stdin.flush()
+        listed = next(m for m in map(json.loads, server.stdout) if m.get("id") == 2)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    hooks = [
+        h for found in listed["result"]["data"] for h in found["hooks"] if h["trustStatus"] == "untrusted"
+    ]
+    with open(Path(env["CODEX_HOME"]) / "config.toml", "a") as config:
+        for hook in hooks:
+            config.write(
+                f'\n[hooks.state.{json.dumps(hook["key"])}]\ntrusted_hash = "{hook["currentHash"]}"\n'
+            )
+    return [hook["key"] for hook in hooks]
+
+
+def test_codex_hooks_json_session_end_runs_once_trusted_and_compacts_the_rollout(
+    codex: Path, tmp_path: Path
+) -> None:
+    """The SessionEnd entry `hooks install codex-hooks` writes to hooks.json: Codex skips it until the user
+    trusts it; trusted as /hooks does it, it runs when `codex exec` ends the session and compacts the
+    rollout Codex has closed."""
+    import test_agents_codex as c
+
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    (project / "NOTES.md").write_text(
+        "".join(f"note {i}: the parser drops trailing commas\n" for i in range(30))
+    )
+    hook_log = home / ".cache" / "compactcli" / "hooks.log"
+    with FakeResponses() as api:
+        api.reply_items = c._play_steps
+        env = c._codex_env(home, api)
+        installed = run_cli("hooks", "install", "codex-hooks", env=env, text=True)
+        assert installed.returncode == 0, installed.stderr
+        hooks_json = home / "codex" / "hooks.json"
+        task = [codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", c.TASK]
+        done = run_agent(task, cwd=project, env=env)
+        assert done.returncode == 0, done.stderr + done.stdout
+        rollout = c._rollout(home)
+        # Not trusted: the entry never runs (the hook would detach, so give it time to show up).
+        assert not _wait_for(hook_log.exists, seconds=5)
+        assert not (rollout.parent / ".transcripts").exists()
+        assert c.ORIGINAL["call_01count"] in _rollout_outputs(rollout)["call_01count"]
+
+        assert _trust_codex_hooks(codex, env, project) == [f"{hooks_json}:session_end:0:0"]
+        api.reply_items = lambda body: [c.message(c.RESUMED_REPLY)]
+        resume = [codex, "exec", "--skip-git-repo-check", "resume", c._session_id(rollout), c.FOLLOW_UP]
+        done = run_agent(resume, cwd=project, env=env)
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert _wait_for(lambda: hook_log.exists() and "codex SessionEnd" in hook_log.read_text())
+    assert f"{rollout}: exit 0" in hook_log.read_text() and "1 file compacted" in hook_log.read_text()
+    assert (rollout.parent / ".transcripts" / "manifest.jsonl").exists()
+    outputs = _rollout_outputs(rollout)
+    for call_id in ("call_01count", "call_02log"):  # micro's defaults keep the last three
+        assert c.PLACEHOLDER in outputs[call_id], call_id
+    assert c.ORIGINAL["call_05status"] in outputs["call_05status"]
 
 
 def test_a_hook_that_would_overrun_returns_in_time_and_leaves_the_file(claude: Path, tmp_path: Path) -> None:

@@ -7,13 +7,12 @@ server fails (exit 69, the file untouched, no archive)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from helpers.cli import run_cli
+from helpers.cli import environ, run_cli
 from helpers.fakeapi import Reply
 from helpers.fakeopenai import FakeOpenAI, down_url, error_reply, html_reply, message_texts, prompt_tokens
 from helpers.fakeresponses import FakeResponses, message
@@ -30,6 +29,8 @@ KEY = "sk-ant-api03-" + "Q9w8E7r6" * 6
 GITHUB = "ghp_" + "Zq7xW2" * 6
 TASK = "Port the CSV loader in tally/ledger.py to the csv module and keep the tests green."
 MODEL = "fake-model"
+SUMMARIZE = ("summarize", "--backend", "openai", "--model", MODEL)  # the server: env=api.env()
+RESPONSES = (*SUMMARIZE, "--openai-api", "responses")
 PREFIX = SUMMARY_MESSAGE
 
 
@@ -40,16 +41,6 @@ def conversation(turns: int = 3, output: str = "ok") -> list[dict]:
 
 def write(path: Path, records: list[dict]) -> bytes:
     return write_jsonl(path, records).read_bytes()
-
-
-def run(api_url: str | None, *args: str, cwd: Path, env: dict | None = None, **extra: str):
-    """summarize --backend openai with only this server in the environment (no Anthropic key)."""
-    base = env if env is not None else os.environ
-    environment = {k: v for k, v in base.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
-    environment.update(extra)
-    if api_url is not None:
-        environment["OPENAI_BASE_URL"] = api_url
-    return run_cli("summarize", "--backend", "openai", *args, cwd=cwd, text=True, env=environment)
 
 
 def user_turn(body: dict) -> str:
@@ -93,10 +84,8 @@ def test_the_request_is_the_fenced_redacted_transcript_with_the_task_focus_and_u
 ) -> None:
     path, original = transcript
     api.reply_text = lambda body: "THE SUMMARY"
-    done = run(
-        api.url,
-        "--model",
-        MODEL,
+    done = run_cli(
+        *SUMMARIZE,
         "--summary-tokens",
         "1234",
         "--focus",
@@ -104,6 +93,8 @@ def test_the_request_is_the_fenced_redacted_transcript_with_the_task_focus_and_u
         "--json",
         str(path),
         cwd=path.parent,
+        text=True,
+        env=api.env(),
     )
     assert done.returncode == OK, done.stderr
     [call] = api.calls()
@@ -134,7 +125,7 @@ def test_a_server_without_usage_gets_the_estimate_marked_as_such(
 ) -> None:
     path, _ = transcript
     api.usage = False
-    done = run(api.url, "--model", MODEL, "--json", str(path), cwd=path.parent)
+    done = run_cli(*SUMMARIZE, "--json", str(path), cwd=path.parent, text=True, env=api.env())
     assert done.returncode == OK, done.stderr
     stats = json.loads(done.stdout)["stats"]
     assert stats["tokens_from"] == "estimate" and stats["input_tokens"] > 0 and stats["output_tokens"] > 0
@@ -143,14 +134,22 @@ def test_a_server_without_usage_gets_the_estimate_marked_as_such(
 def test_the_key_goes_as_a_bearer_token_when_set(transcript: tuple[Path, bytes]) -> None:
     path, _ = transcript
     with FakeOpenAI(api_key="sk-proj-local-1") as api:
-        done = run(api.url, "--model", MODEL, str(path), cwd=path.parent, OPENAI_API_KEY="sk-proj-local-1")
+        done = run_cli(*SUMMARIZE, str(path), cwd=path.parent, text=True, env=api.env())
         assert done.returncode == OK, done.stderr
         assert api.calls()[0].headers["authorization"] == "Bearer sk-proj-local-1"
 
 
 def test_base_url_beats_the_environment(api: FakeOpenAI, transcript: tuple[Path, bytes]) -> None:
     path, _ = transcript
-    done = run(down_url(), "--model", MODEL, "--base-url", api.url, str(path), cwd=path.parent)
+    done = run_cli(
+        *SUMMARIZE,
+        "--base-url",
+        api.url,
+        str(path),
+        cwd=path.parent,
+        text=True,
+        env=environ(OPENAI_BASE_URL=down_url()),
+    )
     assert done.returncode == OK, done.stderr
     assert len(api.calls()) == 1
 
@@ -170,7 +169,9 @@ def test_every_dialect_gets_its_compaction_record_with_the_model_text(
     path = tmp_path / Path(sample).name
     shutil.copyfile(SAMPLES / sample, path)
     api.reply_text = lambda body: f"Summary of the {dialect} session."
-    done = run(api.url, "--model", MODEL, "--keep-last", "2", "--json", str(path), cwd=tmp_path)
+    done = run_cli(
+        *SUMMARIZE, "--keep-last", "2", "--json", str(path), cwd=tmp_path, text=True, env=api.env()
+    )
     assert done.returncode == OK, done.stderr
     assert json.loads(done.stdout)["stats"]["dialect"] == dialect
     assert f"Summary of the {dialect} session." in path.read_text()
@@ -184,8 +185,16 @@ def test_keep_last_pins_and_the_user_messages_follow_the_summary(api: FakeOpenAI
     records = conversation(turns=4)
     records[4]["content"][0]["content"] = "MIGRATION-42 applied"
     write(path, records)
-    done = run(
-        api.url, "--model", MODEL, "--keep-last", "1", "--pin", "MIGRATION-42", str(path), cwd=tmp_path
+    done = run_cli(
+        *SUMMARIZE,
+        "--keep-last",
+        "1",
+        "--pin",
+        "MIGRATION-42",
+        str(path),
+        cwd=tmp_path,
+        text=True,
+        env=api.env(),
     )
     assert done.returncode == OK, done.stderr
     lines = [json.loads(line) for line in path.read_text().splitlines()]
@@ -203,7 +212,9 @@ def test_an_over_long_transcript_goes_in_parts_each_with_the_task_then_combined(
     path = tmp_path / "long.jsonl"
     write(path, conversation(turns=30, output="line of output\n" * 150))
     api.reply_text = lambda body: "COMBINED" if "<part_summary" in message_texts(body) else "PART"
-    done = run(api.url, "--model", MODEL, "--max-input-tokens", "4000", "--json", str(path), cwd=tmp_path)
+    done = run_cli(
+        *SUMMARIZE, "--max-input-tokens", "4000", "--json", str(path), cwd=tmp_path, text=True, env=api.env()
+    )
     assert done.returncode == OK, done.stderr
     turns = [user_turn(c.body) for c in api.calls()]
     assert json.loads(done.stdout)["stats"]["api_calls"] == len(turns) >= 4
@@ -215,7 +226,7 @@ def test_an_over_long_transcript_goes_in_parts_each_with_the_task_then_combined(
 def test_jobs_send_each_file_from_its_own_process(api: FakeOpenAI, tmp_path: Path) -> None:
     for name in ("a", "b", "c"):
         write(tmp_path / f"{name}.jsonl", conversation(2))
-    done = run(api.url, "--model", MODEL, "--jobs", "3", str(tmp_path), cwd=tmp_path)
+    done = run_cli(*SUMMARIZE, "--jobs", "3", str(tmp_path), cwd=tmp_path, text=True, env=api.env())
     assert done.returncode == OK, done.stderr
     assert len(api.calls()) == 3
     assert all(summary_of(tmp_path / f"{name}.jsonl").startswith("summary:") for name in "abc")
@@ -228,7 +239,9 @@ def test_a_server_that_wants_max_completion_tokens_gets_it(
     api.plan(
         "chat", error_reply(400, "Unsupported parameter: 'max_tokens'. Use 'max_completion_tokens' instead.")
     )
-    done = run(api.url, "--model", MODEL, "--summary-tokens", "700", str(path), cwd=path.parent)
+    done = run_cli(
+        *SUMMARIZE, "--summary-tokens", "700", str(path), cwd=path.parent, text=True, env=api.env()
+    )
     assert done.returncode == OK, done.stderr
     first, second = (c.body for c in api.calls())
     assert first["max_tokens"] == 700 and "max_completion_tokens" not in first
@@ -242,7 +255,7 @@ def test_model_is_required_and_nothing_is_sent_without_it(
     api: FakeOpenAI, transcript: tuple[Path, bytes]
 ) -> None:
     path, original = transcript
-    done = run(api.url, str(path), cwd=path.parent)
+    done = run_cli("summarize", "--backend", "openai", str(path), cwd=path.parent, text=True, env=api.env())
     assert done.returncode == USAGE
     assert "--backend openai needs --model" in done.stderr
     assert api.requests == [] and path.read_bytes() == original
@@ -250,7 +263,7 @@ def test_model_is_required_and_nothing_is_sent_without_it(
 
 def test_openais_own_api_without_a_key_is_refused_before_any_file(transcript: tuple[Path, bytes]) -> None:
     path, original = transcript
-    done = run(None, "--model", MODEL, str(path), cwd=path.parent)
+    done = run_cli(*SUMMARIZE, str(path), cwd=path.parent, text=True)
     assert done.returncode == UNAVAILABLE
     assert (
         "OPENAI_API_KEY" in done.stderr
@@ -263,7 +276,7 @@ def test_openais_own_api_without_a_key_is_refused_before_any_file(transcript: tu
 
 def test_dry_run_sends_nothing(api: FakeOpenAI, transcript: tuple[Path, bytes]) -> None:
     path, original = transcript
-    done = run(api.url, "--model", MODEL, "--dry-run", str(path), cwd=path.parent)
+    done = run_cli(*SUMMARIZE, "--dry-run", str(path), cwd=path.parent, text=True, env=api.env())
     assert done.returncode == OK, done.stderr
     assert api.requests == [] and path.read_bytes() == original
 
@@ -287,20 +300,30 @@ def test_a_4xx_exits_69_with_the_status_and_request_id(
     api.plan(
         "chat", error_reply(400, "This model's maximum context length is 8192 tokens", request_id="req_ctx_9")
     )
-    done = run(api.url, "--model", MODEL, str(path), cwd=path.parent)
+    done = run_cli(*SUMMARIZE, str(path), cwd=path.parent, text=True, env=api.env())
     _fails(done, path, original, "HTTP 400", "req_ctx_9", "maximum context length is 8192")
 
 
 def test_an_unknown_model_exits_69_saying_so(api: FakeOpenAI, transcript: tuple[Path, bytes]) -> None:
     path, original = transcript
-    done = run(api.url, "--model", "llama9:70b", str(path), cwd=path.parent)
+    done = run_cli(
+        "summarize",
+        "--backend",
+        "openai",
+        "--model",
+        "llama9:70b",
+        str(path),
+        cwd=path.parent,
+        text=True,
+        env=api.env(),
+    )
     _fails(done, path, original, "HTTP 404", "`llama9:70b` does not exist")
 
 
 def test_a_5xx_is_retried_then_succeeds(api: FakeOpenAI, transcript: tuple[Path, bytes]) -> None:
     path, _ = transcript
     api.plan("chat", error_reply(503, retry_after=0.01))
-    done = run(api.url, "--model", MODEL, str(path), cwd=path.parent)
+    done = run_cli(*SUMMARIZE, str(path), cwd=path.parent, text=True, env=api.env())
     assert done.returncode == OK, done.stderr
     assert [c.status for c in api.calls()] == [503, 200]
 
@@ -308,7 +331,7 @@ def test_a_5xx_is_retried_then_succeeds(api: FakeOpenAI, transcript: tuple[Path,
 def test_a_5xx_after_the_retries_exits_69(api: FakeOpenAI, transcript: tuple[Path, bytes]) -> None:
     path, original = transcript
     api.always("chat", error_reply(500, retry_after=0.01, request_id="req_down_3"))
-    done = run(api.url, "--model", MODEL, "--max-retries", "2", str(path), cwd=path.parent)
+    done = run_cli(*SUMMARIZE, "--max-retries", "2", str(path), cwd=path.parent, text=True, env=api.env())
     _fails(done, path, original, "HTTP 500", "req_down_3", "after 2 retries")
     assert len(api.calls()) == 3
 
@@ -319,15 +342,23 @@ def test_an_html_page_exits_69_saying_what_came(
 ) -> None:
     path, original = transcript
     api.always("chat", html_reply(status))
-    done = run(api.url, "--model", MODEL, "--max-retries", "0", str(path), cwd=path.parent)
+    done = run_cli(*SUMMARIZE, "--max-retries", "0", str(path), cwd=path.parent, text=True, env=api.env())
     _fails(done, path, original, *words)
 
 
 def test_a_timeout_exits_69(api: FakeOpenAI, transcript: tuple[Path, bytes]) -> None:
     path, original = transcript
     api.always("chat", Reply(delay=3))
-    done = run(
-        api.url, "--model", MODEL, "--timeout", "0.3", "--max-retries", "1", str(path), cwd=path.parent
+    done = run_cli(
+        *SUMMARIZE,
+        "--timeout",
+        "0.3",
+        "--max-retries",
+        "1",
+        str(path),
+        cwd=path.parent,
+        text=True,
+        env=api.env(),
     )
     _fails(done, path, original, "did not answer within 0.3 s")
     assert len(api.calls()) == 2
@@ -336,7 +367,15 @@ def test_a_timeout_exits_69(api: FakeOpenAI, transcript: tuple[Path, bytes]) -> 
 def test_a_server_that_is_down_is_named_by_its_url(transcript: tuple[Path, bytes]) -> None:
     path, original = transcript
     url = down_url()
-    done = run(url, "--model", MODEL, "--max-retries", "0", str(path), cwd=path.parent)
+    done = run_cli(
+        *SUMMARIZE,
+        "--max-retries",
+        "0",
+        str(path),
+        cwd=path.parent,
+        text=True,
+        env=environ(OPENAI_BASE_URL=url),
+    )
     _fails(done, path, original, f"cannot reach {url}", "is the server running")
 
 
@@ -349,7 +388,7 @@ def test_a_projects_settings_name_the_backend_model_and_server_once(api: FakeOpe
     )
     path = tmp_path / "s.jsonl"
     write(path, conversation())
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    env = environ(("OPENAI_", "ANTHROPIC_"))
     done = run_cli("summarize", str(path), cwd=tmp_path, text=True, env=env)
     assert done.returncode == OK, done.stderr
     assert f"backend openai (model {MODEL} at {api.url})" in done.stderr
@@ -371,11 +410,23 @@ def test_the_environment_beats_the_file_and_the_command_line_beats_both(
         )
         path = tmp_path / "s.jsonl"
         write(path, conversation())
-        done = run(api.url, str(path), cwd=tmp_path)  # $OPENAI_BASE_URL over the file's base-url
+        done = run_cli(
+            "summarize", "--backend", "openai", str(path), cwd=tmp_path, text=True, env=api.env()
+        )  # $OPENAI_BASE_URL over the file's base-url
         assert done.returncode == OK, done.stderr
         assert len(api.calls()) == 1
         write(path, conversation())
-        done = run(api.url, "--base-url", other.url, str(path), cwd=tmp_path)
+        done = run_cli(
+            "summarize",
+            "--backend",
+            "openai",
+            "--base-url",
+            other.url,
+            str(path),
+            cwd=tmp_path,
+            text=True,
+            env=api.env(),
+        )
         assert done.returncode == OK, done.stderr
         assert len(api.calls()) == 1 and len(other.calls()) == 1
 
@@ -389,17 +440,13 @@ def responses():
         yield server
 
 
-def responses_run(api: FakeResponses, *args: str, cwd: Path, **extra: str):
-    return run(api.url, "--openai-api", "responses", "--model", MODEL, *args, cwd=cwd, **extra)
-
-
 def test_the_responses_api_gets_the_instructions_and_the_fenced_redacted_transcript(
     responses: FakeResponses, transcript: tuple[Path, bytes]
 ) -> None:
     path, original = transcript
     responses.reply_items = lambda body: [message("THE RESPONSES SUMMARY")]
-    done = responses_run(
-        responses,
+    done = run_cli(
+        *RESPONSES,
         "--summary-tokens",
         "1234",
         "--focus",
@@ -407,6 +454,8 @@ def test_the_responses_api_gets_the_instructions_and_the_fenced_redacted_transcr
         "--json",
         str(path),
         cwd=path.parent,
+        text=True,
+        env=responses.env(),
     )
     assert done.returncode == OK, done.stderr
     [call] = responses.calls()
@@ -444,7 +493,7 @@ def test_the_streamed_text_deltas_make_the_summary(responses: FakeResponses, tmp
         {"type": "reasoning", "summary": []},
         message(long),
     ]
-    done = responses_run(responses, str(path), cwd=tmp_path)
+    done = run_cli(*RESPONSES, str(path), cwd=tmp_path, text=True, env=responses.env())
     assert done.returncode == OK, done.stderr
     assert summary_of(path).startswith(long)
     assert summary_of(path).count("the tests pass.") == 1  # the deltas, not also the finished item
@@ -456,7 +505,7 @@ def test_a_codex_rollout_gets_its_compaction_record_through_the_responses_api(
     path = tmp_path / "rollout.jsonl"
     shutil.copyfile(SAMPLES / "codex/rollout.jsonl", path)
     responses.reply_items = lambda body: [message("Summary of the codex session.")]
-    done = responses_run(responses, "--keep-last", "2", str(path), cwd=tmp_path)
+    done = run_cli(*RESPONSES, "--keep-last", "2", str(path), cwd=tmp_path, text=True, env=responses.env())
     assert done.returncode == OK, done.stderr
     assert "Summary of the codex session." in path.read_text()
     checked = run_cli("validate", "--dialect", "codex", str(path), text=True)
@@ -468,7 +517,7 @@ def test_a_responses_4xx_exits_69_with_the_status_and_request_id(
 ) -> None:
     path, original = transcript
     responses.plan(error_reply(400, "Unsupported parameter: 'store'.", request_id="req_resp_4"))
-    done = responses_run(responses, str(path), cwd=path.parent)
+    done = run_cli(*RESPONSES, str(path), cwd=path.parent, text=True, env=responses.env())
     _fails(done, path, original, "HTTP 400", "req_resp_4", "Unsupported parameter: 'store'.")
 
 
@@ -477,7 +526,7 @@ def test_a_responses_5xx_is_retried_then_succeeds(
 ) -> None:
     path, _ = transcript
     responses.plan(error_reply(503, retry_after=0.01))
-    done = responses_run(responses, str(path), cwd=path.parent)
+    done = run_cli(*RESPONSES, str(path), cwd=path.parent, text=True, env=responses.env())
     assert done.returncode == OK, done.stderr
     assert [c.status for c in responses.calls()] == [503, 200]
 
@@ -487,7 +536,9 @@ def test_a_responses_5xx_after_the_retries_exits_69(
 ) -> None:
     path, original = transcript
     responses.always(error_reply(500, retry_after=0.01, request_id="req_resp_5"))
-    done = responses_run(responses, "--max-retries", "2", str(path), cwd=path.parent)
+    done = run_cli(
+        *RESPONSES, "--max-retries", "2", str(path), cwd=path.parent, text=True, env=responses.env()
+    )
     _fails(done, path, original, "HTTP 500", "req_resp_5", "after 2 retries")
     assert len(responses.calls()) == 3
 
@@ -508,7 +559,7 @@ def test_a_failed_response_exits_69_with_its_code_and_message(
     }
     stream = f"event: response.failed\ndata: {json.dumps(failed)}\n\n"
     responses.plan(Reply(200, stream, {"content-type": "text/event-stream", "x-request-id": "req_failed_1"}))
-    done = responses_run(responses, str(path), cwd=path.parent)
+    done = run_cli(*RESPONSES, str(path), cwd=path.parent, text=True, env=responses.env())
     _fails(done, path, original, "server_error", "The model stopped answering.", "req_failed_1")
 
 
@@ -525,7 +576,9 @@ def test_what_is_not_a_response_stream_exits_69_saying_what_came(
 ) -> None:
     path, original = transcript
     responses.always(reply)
-    done = responses_run(responses, "--max-retries", "0", str(path), cwd=path.parent)
+    done = run_cli(
+        *RESPONSES, "--max-retries", "0", str(path), cwd=path.parent, text=True, env=responses.env()
+    )
     _fails(done, path, original, *words)
 
 
@@ -534,11 +587,27 @@ def test_a_responses_timeout_and_a_server_that_is_down_exit_69(
 ) -> None:
     path, original = transcript
     responses.always(Reply(delay=3))
-    done = responses_run(responses, "--timeout", "0.3", "--max-retries", "0", str(path), cwd=path.parent)
+    done = run_cli(
+        *RESPONSES,
+        "--timeout",
+        "0.3",
+        "--max-retries",
+        "0",
+        str(path),
+        cwd=path.parent,
+        text=True,
+        env=responses.env(),
+    )
     _fails(done, path, original, "did not answer within 0.3 s")
     url = down_url()
-    done = run(
-        url, "--openai-api", "responses", "--model", MODEL, "--max-retries", "0", str(path), cwd=path.parent
+    done = run_cli(
+        *RESPONSES,
+        "--max-retries",
+        "0",
+        str(path),
+        cwd=path.parent,
+        text=True,
+        env=environ(OPENAI_BASE_URL=url),
     )
     _fails(done, path, original, f"cannot reach {url}")
 
@@ -552,7 +621,7 @@ def test_the_responses_api_is_settable_in_a_projects_settings(
     )
     path = tmp_path / "s.jsonl"
     write(path, conversation())
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    env = environ(("OPENAI_", "ANTHROPIC_"))
     done = run_cli("summarize", str(path), cwd=tmp_path, text=True, env=env)
     assert done.returncode == OK, done.stderr
     assert len(responses.calls()) == 1 and "Responses API" in done.stderr

@@ -12,10 +12,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from helpers.cli import invoke
+from helpers.files import write_jsonl
 
 from compactcli import dialects
-from compactcli.cli import cli
 from compactcli.layers.validate import validate_records
 from compactcli.pipelines.transcript import ConversationLines
 
@@ -55,14 +55,14 @@ def test_a_valid_session_is_read_in_chain_order(fixture, order, in_file_order):
     # The fixture reproduces the pattern: read in file order it looks broken.
     assert set(file_order_violations(path)) == in_file_order
     assert chain_lines(path) == order
-    result = CliRunner().invoke(cli, ["validate", "--json", str(path)])
+    result = invoke("validate", "--json", path)
     assert result.exit_code == 0, result.stdout
     assert json.loads(result.stdout)["status"] == "valid"
 
 
 def test_a_broken_pairing_on_the_chain_still_fails_with_its_line():
     path = FIXTURES / "broken-pairing.jsonl"
-    result = CliRunner().invoke(cli, ["validate", str(path)])
+    result = invoke("validate", path)
     assert result.exit_code == 1
     assert f"{path}:3: missing-tool-result: tool_use toolu_2" in result.stdout
 
@@ -70,11 +70,11 @@ def test_a_broken_pairing_on_the_chain_still_fails_with_its_line():
 def test_the_abandoned_branch_is_not_counted_but_stays_in_the_file(tmp_path):
     path = tmp_path / "rewind.jsonl"
     shutil.copyfile(FIXTURES / "rewind.jsonl", path)
-    whole = CliRunner().invoke(cli, ["estimate", "--method", "seed", "--format", "json", str(path)])
+    whole = invoke("estimate", "--method", "seed", "--format", "json", path)
     assert whole.exit_code == 0
     assert json.loads(whole.stdout)["stats"]["messages"] == 8  # 11 message records, 3 abandoned
     before = path.read_bytes().splitlines()
-    micro = CliRunner().invoke(cli, ["micro", "--keep", "1", "--min-chars", "0", str(path)])
+    micro = invoke("micro", "--keep", "1", "--min-chars", "0", path)
     assert micro.exit_code == 0, micro.output
     after = path.read_bytes().splitlines()
     assert after[4:7] == before[4:7], "the abandoned branch is untouched"
@@ -83,9 +83,7 @@ def test_the_abandoned_branch_is_not_counted_but_stays_in_the_file(tmp_path):
 
 
 def test_sub_agent_files_are_conversations_of_their_own():
-    result = CliRunner().invoke(
-        cli, ["validate", "-v", "--json", str(FIXTURES / "session.jsonl"), str(FIXTURES / "session")]
-    )
+    result = invoke("validate", "-v", "--json", FIXTURES / "session.jsonl", FIXTURES / "session")
     assert result.exit_code == 0, result.stdout
     reports = [json.loads(line) for line in result.stdout.splitlines()]
     assert sorted(Path(r["path"]).name for r in reports) == ["agent-a1b2c3d.jsonl", "session.jsonl"]
@@ -109,11 +107,11 @@ def test_a_message_id_that_is_no_string_groups_nothing(tmp_path, odd_id):
         record("a2", "u2", "assistant", [{"type": "text", "text": "Done."}], id=odd_id),
     ]
     path = tmp_path / "odd-id.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     for args in (["validate"], ["estimate"], ["replay"], ["micro", "--keep", "0", "-o", "-"]):
-        run = CliRunner().invoke(cli, [*args, str(path)])
+        run = invoke(*args, path)
         assert run.exit_code == 0, (args, run.output, run.exception)
-    micro = CliRunner().invoke(cli, ["micro", "--keep", "0", "-o", "-", str(path)])
+    micro = invoke("micro", "--keep", "0", "-o", "-", path)
     assert (
         json.loads(micro.stdout.splitlines()[2])["message"]["content"][0]["content"]
         == "[Previous: used Bash]"

@@ -46,10 +46,6 @@ REPO = Path(__file__).resolve().parent.parent
 write = partial(write_jsonl, ensure_ascii=False)
 
 
-def run(*args: object, input: str | bytes | None = None, env: dict | None = None):
-    return invoke("estimate", *args, input=input, env=env)
-
-
 def rows(result) -> list[dict]:
     """Each file's JSON object with its figures (`stats`) lifted beside path, status and message."""
     flat = []
@@ -61,7 +57,7 @@ def rows(result) -> list[dict]:
 
 
 def one(*args: object) -> dict:
-    result = run(*args, "--format", "json")
+    result = invoke("estimate", *args, "--format", "json")
     assert result.exit_code == 0, result.output
     [row] = rows(result)
     return row
@@ -286,7 +282,7 @@ def test_image_tokens_come_from_pixel_size_and_land_in_images(tmp_path: Path) ->
     row = one(write(tmp_path / "t.jsonl", records), "--dialect", "anthropic")
     # 1000 * 500 / 750 = 666.7 -> 667
     assert row["by_category"]["images"] == 667 + 1600
-    table = run(tmp_path / "t.jsonl")
+    table = invoke("estimate", tmp_path / "t.jsonl")
     header, line = table.stdout.splitlines()[:2]
     images_at = header.split().index("images")
     assert line.split()[images_at] == "2,267"
@@ -316,19 +312,19 @@ def two_files(tmp_path: Path) -> tuple[Path, Path]:
 def test_gate_exits_0_under_the_limit_and_1_over_it(two_files: tuple[Path, Path]) -> None:
     small, big = two_files
     seed_big = BIG_SEED
-    assert run(small, big, "--method", "seed", "--max-tokens", seed_big).exit_code == 0
-    over = run(small, big, "--method", "seed", "--max-tokens", seed_big - 1)
+    assert invoke("estimate", small, big, "--method", "seed", "--max-tokens", seed_big).exit_code == 0
+    over = invoke("estimate", small, big, "--method", "seed", "--max-tokens", seed_big - 1)
     assert over.exit_code == 1
     assert f"{seed_big:,} tokens > {seed_big - 1:,}" in over.stdout
     assert f"1 over {seed_big - 1:,}" in over.stderr
-    assert run(small, "--max-tokens", 100).exit_code == 0
-    assert run(small, "--max-tokens", 0).exit_code == 1
-    assert run(small, big).exit_code == 0  # no limit, no gate
+    assert invoke("estimate", small, "--max-tokens", 100).exit_code == 0
+    assert invoke("estimate", small, "--max-tokens", 0).exit_code == 1
+    assert invoke("estimate", small, big).exit_code == 0  # no limit, no gate
 
 
 def test_json_lines_one_object_per_file(two_files: tuple[Path, Path]) -> None:
     small, big = two_files
-    result = run(small.parent, "--method", "seed", "--max-tokens", 1000, "--format", "json")
+    result = invoke("estimate", small.parent, "--method", "seed", "--max-tokens", 1000, "--format", "json")
     assert result.exit_code == 1
     by_path = {r["path"]: r for r in rows(result)}
     assert set(by_path) == {str(small), str(big)}
@@ -343,12 +339,12 @@ def test_json_lines_one_object_per_file(two_files: tuple[Path, Path]) -> None:
         "thinking",
         "images",
     }
-    assert rows(run(small, "--json")) == rows(run(small, "--format", "json"))
+    assert rows(invoke("estimate", small, "--json")) == rows(invoke("estimate", small, "--format", "json"))
 
 
 def test_csv_has_a_header_and_a_row_per_file(two_files: tuple[Path, Path]) -> None:
     small, big = two_files
-    result = run(small, big, "--method", "seed", "--format", "csv", "--max-tokens", 1000)
+    result = invoke("estimate", small, big, "--method", "seed", "--format", "csv", "--max-tokens", 1000)
     parsed = list(csv.DictReader(io.StringIO(result.stdout)))
     assert [r["path"] for r in parsed] == [str(small), str(big)]
     assert [r["status"] for r in parsed] == ["ok", "over"]
@@ -359,7 +355,7 @@ def test_csv_has_a_header_and_a_row_per_file(two_files: tuple[Path, Path]) -> No
 
 def test_github_annotates_files_over_the_limit_only(two_files: tuple[Path, Path]) -> None:
     small, big = two_files
-    result = run(small, big, "--format", "github", "--max-tokens", 1000, "--top", 1)
+    result = invoke("estimate", small, big, "--format", "github", "--max-tokens", 1000, "--top", 1)
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
     assert len(lines) == 1  # the big file has no tool results for --top
@@ -367,7 +363,7 @@ def test_github_annotates_files_over_the_limit_only(two_files: tuple[Path, Path]
     assert match, lines[0]
     assert match[1] == str(big)
     assert "over the limit of 1,000" in match[3]
-    assert run(small, "--format", "github", "--max-tokens", 1000).stdout == ""
+    assert invoke("estimate", small, "--format", "github", "--max-tokens", 1000).stdout == ""
 
 
 def test_github_annotations_escape_what_would_break_them() -> None:
@@ -377,7 +373,7 @@ def test_github_annotations_escape_what_would_break_them() -> None:
 
 def test_table_has_a_total_line_and_the_share_of_the_limit(two_files: tuple[Path, Path]) -> None:
     small, big = two_files
-    result = run(small, big, "--method", "seed", "--max-tokens", 10000)
+    result = invoke("estimate", small, big, "--method", "seed", "--max-tokens", 10000)
     header, first, second, total = result.stdout.splitlines()
     assert header.split()[:2] == ["tokens", "%max"]
     assert second.split()[:2] == [f"{BIG_SEED:,}", "50%"]
@@ -413,7 +409,7 @@ def test_top_lists_the_heaviest_results_micro_would_clear_with_tool_and_line(tmp
     top = one(path, "--top", 5)["top"]
     assert [(t["tool"], t["line"]) for t in top] == [("Bash", 7), ("Grep", 5)]
     assert top[0]["tokens"] > top[1]["tokens"] > 0
-    table = run(path, "--top", 1).stdout
+    table = invoke("estimate", path, "--top", 1).stdout
     assert f"    {path}:7: Bash result, {top[0]['tokens']:,} tokens" in table
     assert "Grep result" not in table
 
@@ -474,15 +470,15 @@ def test_bad_line_exits_65_with_path_and_line_and_other_files_are_counted(tmp_pa
     good = write(tmp_path / "a.jsonl", [{"role": "user", "content": "hi"}])
     bad = tmp_path / "b.jsonl"
     bad.write_text('{"role": "user", "content": "hi"}\n{"role": "assist' + end)
-    result = run(good, bad, "--format", "json")
+    result = invoke("estimate", good, bad, "--format", "json")
     assert result.exit_code == 65
     assert f"{bad}:2:" in result.stderr
     parsed = {r["path"]: r for r in rows(result)}
     assert parsed[str(good)]["status"] == "ok"
     assert parsed[str(bad)]["status"] == "failed" and parsed[str(bad)]["exit_code"] == 65
-    github = run(bad, "--format", "github")
+    github = invoke("estimate", bad, "--format", "github")
     assert github.stdout.startswith(f"::error file={bad},line=2,title=compactcli::")
-    kept = run(bad, "--on-invalid", "keep", "--format", "json", "--method", "seed")
+    kept = invoke("estimate", bad, "--on-invalid", "keep", "--format", "json", "--method", "seed")
     assert kept.exit_code == 0
     assert rows(kept)[0]["tokens"] == seed([{"role": "user", "content": "hi"}])
     assert rows(kept)[0]["unreadable_lines"] == 1
@@ -490,7 +486,9 @@ def test_bad_line_exits_65_with_path_and_line_and_other_files_are_counted(tmp_pa
 
 def test_stdin(tmp_path: Path) -> None:
     records = [{"role": "user", "content": "from a pipe"}]
-    result = run("-", "--method", "seed", "--format", "json", input=json.dumps(records[0]) + "\n")
+    result = invoke(
+        "estimate", "-", "--method", "seed", "--format", "json", input=json.dumps(records[0]) + "\n"
+    )
     assert result.exit_code == 0
     [row] = rows(result)
     assert (row["path"], row["tokens"]) == ("<stdin>", seed(records))
@@ -498,8 +496,8 @@ def test_stdin(tmp_path: Path) -> None:
 
 def test_jobs_gives_the_same_rows(two_files: tuple[Path, Path]) -> None:
     folder = two_files[0].parent
-    serial = rows(run(folder, "--format", "json"))
-    parallel = rows(run(folder, "--format", "json", "--jobs", "2"))
+    serial = rows(invoke("estimate", folder, "--format", "json"))
+    parallel = rows(invoke("estimate", folder, "--format", "json", "--jobs", "2"))
     assert parallel == serial and len(serial) == 2
 
 
@@ -563,20 +561,22 @@ def test_usage_tracker_counts_split_records_once() -> None:
 
 def test_no_usage_is_reported_and_fails_only_a_limit(tmp_path: Path) -> None:
     path = write(tmp_path / "t.jsonl", [{"role": "user", "content": "hi"}])
-    plain = run(path, "--method", "usage", "--format", "json")
+    plain = invoke("estimate", path, "--method", "usage", "--format", "json")
     assert plain.exit_code == 0
     [row] = rows(plain)
     assert (row["status"], row["tokens"], row["message"]) == ("no-usage", None, "no usage recorded")
-    gated = run(path, "--method", "usage", "--max-tokens", 1000)
+    gated = invoke("estimate", path, "--method", "usage", "--max-tokens", 1000)
     assert gated.exit_code == 1
     assert "no usage recorded" in gated.stdout
-    github = run(path, "--method", "usage", "--max-tokens", 1000, "--format", "github")
+    github = invoke("estimate", path, "--method", "usage", "--max-tokens", 1000, "--format", "github")
     assert github.stdout.startswith(f"::error file={path},title=Token count unavailable::")
 
 
 def test_usage_before_a_compaction_is_not_the_active_context(tmp_path: Path) -> None:
     records, _ = compacted_session()  # usage only before the boundary
-    row = rows(run(write(tmp_path / "t.jsonl", records), "--method", "usage", "--format", "json"))[0]
+    row = rows(
+        invoke("estimate", write(tmp_path / "t.jsonl", records), "--method", "usage", "--format", "json")
+    )[0]
     assert row["tokens"] is None
     assert row["message"] == "no usage recorded since the last compaction"
 
@@ -666,7 +666,7 @@ def test_api_overloaded_after_retries_exits_69(
     tmp_path: Path, fake_api: FakeAnthropic, cache_home: Path
 ) -> None:
     fake_api.always("count_tokens", error_reply(529, retry_after=0.01))
-    result = run(api_session(tmp_path), "--method", "api", "--format", "json")
+    result = invoke("estimate", api_session(tmp_path), "--method", "api", "--format", "json")
     assert result.exit_code == 69
     assert len(fake_api.calls("count_tokens")) == 3  # the first try and the SDK's 2 retries
     assert "HTTP 529" in result.stderr and "req_fake_" in result.stderr
@@ -680,7 +680,7 @@ def test_api_without_a_key_exits_69_but_a_cached_count_needs_none(
     counted = one(path, "--method", "api")["tokens"]
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     assert one(path, "--method", "api")["tokens"] == counted
-    missing = run(path, "--method", "api", "--no-cache")
+    missing = invoke("estimate", path, "--method", "api", "--no-cache")
     assert missing.exit_code == 69
     assert "ANTHROPIC_API_KEY" in missing.stderr
     assert f"error: {path}: " in missing.stderr  # the error names its file
@@ -775,12 +775,12 @@ def test_calibrate_prints_each_methods_error(tmp_path: Path) -> None:
     folder = tmp_path / "sessions"
     folder.mkdir()
     write(folder / "s.jsonl", records)
-    table = run("--calibrate", folder)
+    table = invoke("estimate", "--calibrate", folder)
     assert table.exit_code == 0, table.output
     lines = table.stdout.splitlines()
     assert lines[0].split() == ["method", "intervals", "median", "p90", "worst", "bias", "total"]
     assert [line.split()[:2] for line in lines[1:3]] == [["seed", "2"], ["heuristic", "2"]]
-    parsed = json.loads(run(folder, "--calibrate", "--format", "json").stdout)
+    parsed = json.loads(invoke("estimate", folder, "--calibrate", "--format", "json").stdout)
     assert parsed["seed"]["n"] == parsed["heuristic"]["n"] == 2
     # The seed formula's error on each interval, computed here: the context it predicts grows by what
     # was added between two calls, against the recorded growth of 1000 and 1500 tokens.

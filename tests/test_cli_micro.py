@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers.cli import compactcli_command, run_cli
+from helpers.cli import run_cli
 
 import compactcli
 
@@ -86,12 +86,6 @@ ARCHIVE_RE = re.compile(r"^t\.(?P<ts>\d{8}T\d{12}Z)\.(?P<sha>[0-9a-f]{12})\.json
 SUMMARY_RE = re.compile(r"^\d+ files? compacted, \d+ unchanged(, \d+ skipped)?(, \d+ busy)?(, \d+ failed)?$")
 
 
-def micro(
-    *args: object, stdin: bytes = b"", cwd: Path | None = None, umask: int | None = None
-) -> subprocess.CompletedProcess:
-    return run_cli("micro", *args, stdin=stdin, cwd=cwd, umask=-1 if umask is None else umask, timeout=60)
-
-
 def err(run: subprocess.CompletedProcess) -> str:
     return run.stderr.decode("utf-8", "replace")
 
@@ -151,7 +145,7 @@ def test_in_place_writes_the_result_an_exact_archive_and_a_manifest_line(transcr
     folder = transcript.parent
     before = datetime.now(UTC)
     # umask 0: the private modes must come from compactcli, not from a restrictive umask.
-    run = micro(transcript, umask=0)
+    run = run_cli("micro", transcript, umask=0)
     after = datetime.now(UTC)
     assert run.returncode == OK, err(run)
     assert summary(run) == "1 file compacted, 0 unchanged"
@@ -188,9 +182,9 @@ def test_in_place_writes_the_result_an_exact_archive_and_a_manifest_line(transcr
 
 
 def test_second_run_changes_nothing_and_archives_nothing(transcript: Path) -> None:
-    assert micro(transcript).returncode == OK
+    assert run_cli("micro", transcript).returncode == OK
     state = os.stat(transcript)
-    run = micro(transcript)
+    run = run_cli("micro", transcript)
     assert run.returncode == OK, err(run)
     assert summary(run) == "0 files compacted, 1 unchanged"
     assert transcript.read_bytes() == EXPECTED
@@ -203,7 +197,7 @@ def test_second_run_changes_nothing_and_archives_nothing(transcript: Path) -> No
 def test_crlf_line_endings_are_kept_on_changed_lines(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(ORIGINAL.replace(b"\n", b"\r\n"))
-    run = micro(path)
+    run = run_cli("micro", path)
     assert run.returncode == OK, err(run)
     assert path.read_bytes() == EXPECTED.replace(b"\n", b"\r\n")
 
@@ -214,7 +208,7 @@ def test_a_complete_last_line_without_newline_is_not_torn_and_stays_without_one(
     """With --keep 0 the last result is cleared too; its line keeps having no newline."""
     path = tmp_path / "t.jsonl"
     path.write_bytes(ORIGINAL[:-1] + b"\n" + ORIGINAL_LINES[15].rstrip(b"\n"))
-    run = micro(path, "--keep", "0", "--no-preserve")
+    run = run_cli("micro", path, "--keep", "0", "--no-preserve")
     assert run.returncode == OK, err(run)
     last = path.read_bytes().split(b"\n")[-1]
     assert json.loads(last)["content"][0]["content"] == "[Previous: used bash]"
@@ -224,7 +218,7 @@ def test_archive_dir_holds_archive_and_manifest_and_is_not_searched(tmp_path: Pa
     path = tmp_path / "t.jsonl"
     path.write_bytes(ORIGINAL)
     elsewhere = tmp_path / "kept"  # inside the folder that is searched
-    run = micro(tmp_path, "--archive-dir", elsewhere)
+    run = run_cli("micro", tmp_path, "--archive-dir", elsewhere)
     assert run.returncode == OK, err(run)
     assert path.read_bytes() == EXPECTED
     assert not (tmp_path / ".transcripts").exists()
@@ -233,7 +227,7 @@ def test_archive_dir_holds_archive_and_manifest_and_is_not_searched(tmp_path: Pa
     [record] = [json.loads(x) for x in (elsewhere / "manifest.jsonl").read_bytes().splitlines()]
     assert record["archive"] == str(archive.resolve())
 
-    rerun = micro(tmp_path, "--archive-dir", elsewhere)
+    rerun = run_cli("micro", tmp_path, "--archive-dir", elsewhere)
     assert rerun.returncode == OK, err(rerun)
     assert summary(rerun) == "0 files compacted, 1 unchanged"  # the archive was not a candidate
     assert archive.read_bytes() == ORIGINAL
@@ -243,7 +237,7 @@ def test_archive_dir_holds_archive_and_manifest_and_is_not_searched(tmp_path: Pa
 
 
 def test_stdin_to_stdout(tmp_path: Path) -> None:
-    run = micro("-", stdin=ORIGINAL, cwd=tmp_path)
+    run = run_cli("micro", "-", stdin=ORIGINAL, cwd=tmp_path)
     assert run.returncode == OK, err(run)
     assert run.stdout == EXPECTED
     assert list(tmp_path.iterdir()) == []  # no archive, no lock for a pipe
@@ -251,7 +245,7 @@ def test_stdin_to_stdout(tmp_path: Path) -> None:
 
 def test_output_file_leaves_the_input_alone(transcript: Path) -> None:
     out = transcript.parent / "out.jsonl"
-    run = micro(transcript, "-o", out, umask=0o022)
+    run = run_cli("micro", transcript, "-o", out, umask=0o022)
     assert run.returncode == OK, err(run)
     assert out.read_bytes() == EXPECTED
     assert mode(out) == 0o640  # the transcript's own bits, as cp gives them
@@ -260,7 +254,7 @@ def test_output_file_leaves_the_input_alone(transcript: Path) -> None:
 
 
 def test_output_dash_writes_stdout_only(transcript: Path) -> None:
-    run = micro(transcript, "-o", "-")
+    run = run_cli("micro", transcript, "-o", "-")
     assert run.returncode == OK, err(run)
     assert run.stdout == EXPECTED
     assert transcript.read_bytes() == ORIGINAL
@@ -277,7 +271,7 @@ def assert_wrote_nothing(path: Path, data: bytes = ORIGINAL) -> None:
 
 
 def test_check_exits_1_when_something_would_change_and_writes_nothing(transcript: Path) -> None:
-    run = micro("--check", transcript)
+    run = run_cli("micro", "--check", transcript)
     assert run.returncode == CHECK_FAILED, err(run)
     assert transcript.read_bytes() == ORIGINAL
     assert archives(transcript.parent) == []
@@ -287,7 +281,7 @@ def test_check_exits_1_when_something_would_change_and_writes_nothing(transcript
 def test_check_exits_0_when_nothing_would_change(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(EXPECTED)
-    run = micro("--check", path)
+    run = run_cli("micro", "--check", path)
     assert run.returncode == OK, err(run)
     assert_wrote_nothing(path, EXPECTED)
 
@@ -326,7 +320,7 @@ def apply_unified_diff(original: bytes, diff: str) -> bytes:
 def test_diff_prints_a_unified_diff_that_gives_the_result_and_writes_nothing(
     transcript: Path,
 ) -> None:
-    run = micro("--diff", transcript)
+    run = run_cli("micro", "--diff", transcript)
     assert run.returncode == OK, err(run)
     diff = run.stdout.decode()
     assert diff.startswith("--- ") and "\n+++ " in diff
@@ -336,7 +330,7 @@ def test_diff_prints_a_unified_diff_that_gives_the_result_and_writes_nothing(
 
 
 def test_dry_run_lists_what_would_change_and_writes_nothing(transcript: Path) -> None:
-    run = micro("--dry-run", transcript)
+    run = run_cli("micro", "--dry-run", transcript)
     assert run.returncode == OK, err(run)
     listing = run.stdout.decode()
     assert f"{transcript}:3:" in listing and f"{transcript}:8:" in listing
@@ -367,7 +361,7 @@ def test_usage_error_exits_2_and_touches_nothing(transcript: Path, args: list[st
         "out": transcript.parent / "out.jsonl",
         "missing": transcript.parent / "missing.jsonl",
     }
-    run = micro(*(a.format(**names) for a in args))
+    run = run_cli("micro", *(a.format(**names) for a in args), stdin=b"")
     assert run.returncode == USAGE, err(run)
     assert "Usage:" in err(run) or "Error" in err(run)
     assert transcript.read_bytes() == ORIGINAL and second.read_bytes() == ORIGINAL
@@ -391,7 +385,7 @@ def test_bad_line_fails_its_file_only_with_exit_65_naming_path_and_line(tmp_path
     bad = tmp_path / "b-bad.jsonl"
     bad_bytes = b"".join(ORIGINAL_LINES[:4]) + BAD_LINES[kind] + b"".join(ORIGINAL_LINES[4:])
     bad.write_bytes(bad_bytes)
-    run = micro(tmp_path)
+    run = run_cli("micro", tmp_path)
     assert run.returncode == DATA_ERR, err(run)
     assert re.search(rf"(^|\s){re.escape(str(bad))}:5: \S", err(run)), err(run)
     assert_untouched(bad, bad_bytes)
@@ -403,7 +397,7 @@ def test_bad_line_fails_its_file_only_with_exit_65_naming_path_and_line(tmp_path
 def test_torn_last_line_is_reported_as_torn(transcript: Path) -> None:
     torn = ORIGINAL + b'{"role":"user","content":[{"type":"tool_res'
     transcript.write_bytes(torn)
-    run = micro(transcript)
+    run = run_cli("micro", transcript)
     assert run.returncode == DATA_ERR, err(run)
     message = err(run)
     assert f"{transcript}:{len(RECORDS) + 1}:" in message
@@ -417,7 +411,7 @@ def test_on_invalid_keep_passes_bad_lines_through_byte_for_byte(transcript: Path
     lines = ORIGINAL_LINES[:4] + bad + ORIGINAL_LINES[4:]
     expected = EXPECTED_LINES[:4] + bad + EXPECTED_LINES[4:]
     transcript.write_bytes(b"".join(lines) + torn)
-    run = micro("--on-invalid", "keep", transcript)
+    run = run_cli("micro", "--on-invalid", "keep", transcript)
     assert run.returncode == OK, err(run)
     assert transcript.read_bytes() == b"".join(expected) + torn
 
@@ -443,7 +437,7 @@ def test_python_only_json_lines_are_kept_byte_for_byte_or_rewritten_readably(
     lines = ORIGINAL_LINES[:2] + [changing] + ORIGINAL_LINES[3:] + [unchanged]
     path.write_bytes(b"".join(lines))
 
-    run = micro(path)
+    run = run_cli("micro", path)
     assert run.returncode == OK, err(run)
     out = path.read_bytes().splitlines(keepends=True)
     assert len(out) == len(lines)
@@ -464,21 +458,21 @@ def test_python_only_json_lines_are_kept_byte_for_byte_or_rewritten_readably(
 def test_empty_file_is_fine(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"")
-    run = micro(path)
+    run = run_cli("micro", path)
     assert run.returncode == OK, err(run)
     assert summary(run) == "0 files compacted, 1 unchanged"
     assert_untouched(path, b"")
 
 
 def test_min_age_skips_a_fresh_file_and_takes_an_old_one(transcript: Path) -> None:
-    run = micro("--min-age", "3600", transcript)
+    run = run_cli("micro", "--min-age", "3600", transcript)
     assert run.returncode == OK, err(run)
     assert "1 skipped" in summary(run)
     assert_untouched(transcript)
 
     two_hours_ago = time.time() - 7200
     os.utime(transcript, (two_hours_ago, two_hours_ago))
-    run = micro("--min-age", "3600", transcript)
+    run = run_cli("micro", "--min-age", "3600", transcript)
     assert run.returncode == OK, err(run)
     assert summary(run) == "1 file compacted, 0 unchanged"
     assert transcript.read_bytes() == EXPECTED
@@ -502,14 +496,14 @@ def test_file_locked_by_another_process_is_busy_75(transcript: Path) -> None:
     )
     try:
         assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
-        run = micro(transcript)
+        run = run_cli("micro", transcript)
         assert run.returncode == BUSY, err(run)
         assert "busy" in err(run) and str(transcript) in err(run)
         assert "1 busy" in summary(run)
         assert_untouched(transcript)
     finally:
         locker.communicate(timeout=10)  # closing its stdin ends it, releasing the lock
-    run = micro(transcript)
+    run = run_cli("micro", transcript)
     assert run.returncode == OK, err(run)
     assert transcript.read_bytes() == EXPECTED
 
@@ -526,7 +520,7 @@ def two_files(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_json_gives_one_object_per_file_on_stdout(tmp_path: Path) -> None:
     changing, settled = two_files(tmp_path)
-    run = micro("--json", tmp_path)
+    run = run_cli("micro", "--json", tmp_path)
     assert run.returncode == OK, err(run)
     objects = [json.loads(line) for line in run.stdout.decode().splitlines()]
     assert len(objects) == 2 and all(isinstance(o, dict) for o in objects)
@@ -536,7 +530,7 @@ def test_json_gives_one_object_per_file_on_stdout(tmp_path: Path) -> None:
 
 
 def test_json_goes_elsewhere_when_stdout_carries_the_transcript(tmp_path: Path) -> None:
-    run = micro("--json", "-", stdin=ORIGINAL, cwd=tmp_path)
+    run = run_cli("micro", "--json", "-", stdin=ORIGINAL, cwd=tmp_path)
     assert run.returncode == OK, err(run)
     assert run.stdout == EXPECTED
     # The object goes to stderr, before the summary line; nothing is written in the folder.
@@ -549,17 +543,17 @@ def test_json_goes_elsewhere_when_stdout_carries_the_transcript(tmp_path: Path) 
 
 def test_verbose_gives_a_line_per_file_and_quiet_none(tmp_path: Path) -> None:
     changing, settled = two_files(tmp_path)
-    plain = micro(tmp_path / "b.jsonl")
+    plain = run_cli("micro", tmp_path / "b.jsonl")
     assert err(plain).strip().splitlines() == ["0 files compacted, 1 unchanged"]
 
-    run = micro("-v", tmp_path)
+    run = run_cli("micro", "-v", tmp_path)
     assert run.returncode == OK, err(run)
     lines = err(run).strip().splitlines()
     assert len(lines) == 3 and lines[-1] == "1 file compacted, 1 unchanged"
     assert any(str(changing) in line for line in lines[:2])
     assert any(str(settled) in line for line in lines[:2])
 
-    quiet = micro("-q", tmp_path)
+    quiet = run_cli("micro", "-q", tmp_path)
     assert quiet.returncode == OK and err(quiet) == ""
 
 
@@ -568,7 +562,7 @@ def test_summary_counts_each_outcome(tmp_path: Path) -> None:
         (tmp_path / f"{name}.jsonl").write_bytes(ORIGINAL)
     (tmp_path / "c.jsonl").write_bytes(EXPECTED)
     (tmp_path / "d.jsonl").write_bytes(ORIGINAL + b"{not json}\n")
-    run = micro(tmp_path)
+    run = run_cli("micro", tmp_path)
     assert run.returncode == DATA_ERR, err(run)
     assert summary(run) == "2 files compacted, 1 unchanged, 1 failed"
 
@@ -608,11 +602,7 @@ def test_help_and_micro_do_not_import_anthropic(transcript: Path) -> None:
     assert transcript.read_bytes() == EXPECTED  # the micro run above did run
 
     # The installed entry point too, as Python reports its imports.
-    run = subprocess.run(
-        [sys.executable, "-X", "importtime", *compactcli_command(), "micro", "--help"],
-        capture_output=True,
-        text=True,
-    )
+    run = run_cli("micro", "--help", prefix=(sys.executable, "-X", "importtime"), text=True)
     assert run.returncode == OK
     imported = [line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines()]
     assert "compactcli.cli" in imported
@@ -630,12 +620,12 @@ def test_bad_data_is_65_and_a_failing_archive_folder_is_74(tmp_path: Path) -> No
     ]
     for name, archive_dir, code, message in cases:
         before = (tmp_path / name).read_bytes()
-        run = micro(*(["--archive-dir", archive_dir] if archive_dir else []), name, cwd=tmp_path)
+        run = run_cli("micro", *(["--archive-dir", archive_dir] if archive_dir else []), name, cwd=tmp_path)
         assert run.returncode == code, (name, archive_dir, err(run))
         assert message in err(run)
         assert (tmp_path / name).read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain-file", "torn.jsonl", "whole.jsonl"]
-    assert micro("whole.jsonl", cwd=tmp_path).returncode == OK  # the same data with a good folder
+    assert run_cli("micro", "whole.jsonl", cwd=tmp_path).returncode == OK  # the same data with a good folder
 
 
 @pytest.mark.parametrize(
@@ -650,7 +640,7 @@ def test_min_chars_keeps_results_of_at_most_that_many_characters(
         records += [tool_use(f"t{n}", "bash"), tool_result(f"t{n}", "r" * chars)]
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"".join(dumps(r) + b"\n" for r in records))
-    run = micro("--min-chars", min_chars, path, "-o", "-")
+    run = run_cli("micro", "--min-chars", min_chars, path, "-o", "-")
     assert run.returncode == OK, err(run)
     first = json.loads(run.stdout.splitlines()[2])["content"][0]["content"]
     assert first == ("[Previous: used bash]" if cleared else "r" * size)

@@ -16,11 +16,11 @@ import select
 import shutil
 import struct
 import subprocess
-import sys
 import termios
 from pathlib import Path
 
 import pytest
+from helpers.cli import run_cli, start_cli
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 COLUMNS = 80
@@ -28,18 +28,12 @@ BAR = re.compile(r"\d+/\d+ \[|file/s|\|[ #▏▎▍▌▋▊▉█]*\|")
 CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def script() -> str:
-    return str(Path(sys.executable).with_name("compactcli"))
-
-
 def run_in_terminal(args: list[str], cwd: Path) -> str:
     """Run with stdout and stderr on one pty of COLUMNS columns; everything the terminal received."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, COLUMNS, 0, 0))
     env = dict(os.environ, COLUMNS=str(COLUMNS), TERM="xterm")
-    proc = subprocess.Popen(
-        [script(), *args], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, cwd=cwd, env=env
-    )
+    proc = start_cli(*args, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, cwd=cwd, env=env)
     os.close(follower)
     received = bytearray()
     while True:
@@ -79,7 +73,7 @@ def screen_lines(received: str) -> list[str]:
 
 
 def run_in_pipes(args: list[str], cwd: Path) -> list[str]:
-    done = subprocess.run([script(), *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+    done = run_cli(*args, text=True, cwd=cwd)
     assert done.returncode in (0, 1), done.stderr
     return done.stdout.splitlines() + done.stderr.splitlines()
 
@@ -116,9 +110,7 @@ def test_bar_never_shares_a_line_with_output(folder: Path, args: list[str]) -> N
 def test_no_bar_when_stderr_is_not_a_terminal(folder: Path) -> None:
     leader, follower = pty.openpty()
     try:
-        done = subprocess.run(
-            [script(), "estimate", "."], stdout=follower, stderr=subprocess.PIPE, cwd=folder, timeout=60
-        )
+        done = run_cli("estimate", ".", stdout=follower, cwd=folder)
     finally:
         os.close(follower)
         os.close(leader)

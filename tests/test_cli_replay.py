@@ -84,10 +84,6 @@ def write(path: Path, records: list[dict]) -> Path:
     return path
 
 
-def run(*args: object, input: bytes | None = None):
-    return invoke("replay", *args, input=input)
-
-
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_bytes().splitlines()]
 
@@ -115,10 +111,10 @@ def test_threshold_and_focus_through_the_api(tmp_path: Path, fake_api) -> None:
     source = write(tmp_path / "task.jsonl", RECORDS)
     timeline, out = tmp_path / "timeline.jsonl", tmp_path / "out.jsonl"
     archives_dir = tmp_path / "archives"
-    got = run(
+    got = invoke("replay",
         source,
         "--backend", "anthropic", "--threshold", THRESHOLD, "--keep", 10, "--timeline", timeline,
-        "-o", out, "--archive-dir", archives_dir, "--json",
+        "-o", out, "--archive-dir", archives_dir, "--json"
     )  # fmt: skip
     assert got.exit_code == 0, got.output + got.stderr
     report = replay_json(got.stdout)
@@ -173,12 +169,12 @@ def test_keep_user_messages_0_leaves_the_summary_alone(tmp_path: Path, fake_api)
     source = write(tmp_path / "task.jsonl", RECORDS[:9])
     out = tmp_path / "out.jsonl"
     args = ("--backend", "anthropic", "--threshold", THRESHOLD, "--keep", 10, "-o", out, "--json")
-    got = run(source, *args, "--keep-user-messages", 0)
+    got = invoke("replay", source, *args, "--keep-user-messages", 0)
     assert got.exit_code == 0, got.output + got.stderr
     (archive,) = replay_json(got.stdout)["archives"]
     assert read_jsonl(out) == [summary_message(archive, "SUMMARY"), *RECORDS[7:9]]
     # By default the user's words follow it, and the context after the compaction counts them.
-    got = run(source, *args)
+    got = invoke("replay", source, *args)
     (archive,) = replay_json(got.stdout)["archives"]
     with_words = summary_message(archive, "SUMMARY" + user_section(RECORDS[0]["content"]))
     assert read_jsonl(out) == [with_words, *RECORDS[7:9]]
@@ -188,7 +184,18 @@ def test_keep_user_messages_0_leaves_the_summary_alone(tmp_path: Path, fake_api)
 def test_digest_backend_fires_at_the_same_places(tmp_path: Path) -> None:
     source = write(tmp_path / "task.jsonl", RECORDS)
     timeline = tmp_path / "t.jsonl"
-    got = run(source, "--backend", "digest", "--threshold", THRESHOLD, "--keep", 10, "--timeline", timeline)
+    got = invoke(
+        "replay",
+        source,
+        "--backend",
+        "digest",
+        "--threshold",
+        THRESHOLD,
+        "--keep",
+        10,
+        "--timeline",
+        timeline,
+    )
     assert got.exit_code == 0, got.output + got.stderr
     events = [(row["index"], row["event"]) for row in read_jsonl(timeline) if row["event"]]
     assert events == [(7, "auto"), (10, "manual")]
@@ -203,8 +210,17 @@ def test_the_estimate_must_exceed_the_threshold(tmp_path: Path) -> None:
     """At a threshold equal to the size at call 4, call 4 does not compact; call 5 (larger) does."""
     source = write(tmp_path / "task.jsonl", RECORDS)
     timeline = tmp_path / "t.jsonl"
-    got = run(
-        source, "--backend", "digest", "--threshold", THRESHOLD + 1, "--keep", 10, "--timeline", timeline
+    got = invoke(
+        "replay",
+        source,
+        "--backend",
+        "digest",
+        "--threshold",
+        THRESHOLD + 1,
+        "--keep",
+        10,
+        "--timeline",
+        timeline,
     )
     assert got.exit_code == 0, got.output + got.stderr
     events = [(row["index"], row["tokens"], row["event"]) for row in read_jsonl(timeline) if row["event"]]
@@ -218,7 +234,9 @@ def test_tokens_are_counted_after_micro(tmp_path: Path) -> None:
         records += [call(f"c{n}"), result(f"c{n}", f"{n}" * 500)]
     records.append({"role": "assistant", "content": "Done."})
     timeline = tmp_path / "t.jsonl"
-    got = run(write(tmp_path / "m.jsonl", records), "--backend", "digest", "--timeline", timeline)
+    got = invoke(
+        "replay", write(tmp_path / "m.jsonl", records), "--backend", "digest", "--timeline", timeline
+    )
     assert got.exit_code == 0, got.output + got.stderr
     rows = read_jsonl(timeline)
     assert len(rows) == 7
@@ -238,8 +256,8 @@ def test_tokens_are_counted_after_micro(tmp_path: Path) -> None:
 def test_timeline_jsonl_and_csv_agree(tmp_path: Path) -> None:
     source = write(tmp_path / "task.jsonl", RECORDS)
     base = ["--backend", "digest", "--threshold", THRESHOLD, "--keep", 10, "-q"]
-    assert run(source, *base, "--timeline", tmp_path / "t.jsonl").exit_code == 0
-    assert run(source, *base, "--timeline", tmp_path / "t.csv").exit_code == 0
+    assert invoke("replay", source, *base, "--timeline", tmp_path / "t.jsonl").exit_code == 0
+    assert invoke("replay", source, *base, "--timeline", tmp_path / "t.csv").exit_code == 0
     from_jsonl = read_jsonl(tmp_path / "t.jsonl")
     with open(tmp_path / "t.csv", newline="") as f:
         reader = csv.DictReader(f)
@@ -250,7 +268,14 @@ def test_timeline_jsonl_and_csv_agree(tmp_path: Path) -> None:
 
 
 def test_timeline_needs_a_known_extension(tmp_path: Path) -> None:
-    got = run(write(tmp_path / "a.jsonl", RECORDS), "--timeline", tmp_path / "t.txt", "--backend", "digest")
+    got = invoke(
+        "replay",
+        write(tmp_path / "a.jsonl", RECORDS),
+        "--timeline",
+        tmp_path / "t.txt",
+        "--backend",
+        "digest",
+    )
     assert got.exit_code == 2
     assert ".jsonl or .csv" in got.stderr
     assert not (tmp_path / "t.txt").exists()
@@ -259,7 +284,9 @@ def test_timeline_needs_a_known_extension(tmp_path: Path) -> None:
 def test_what_if_table(tmp_path: Path) -> None:
     source = write(tmp_path / "task.jsonl", RECORDS)
     low, high = THRESHOLD, seed(RECORDS) * 2  # the high one is never reached
-    got = run(source, "--backend", "digest", "--threshold", f"{low},{high}", "--keep", "3,10", "--json")
+    got = invoke(
+        "replay", source, "--backend", "digest", "--threshold", f"{low},{high}", "--keep", "3,10", "--json"
+    )
     assert got.exit_code == 0, got.output + got.stderr
     rows = [replay_json(line) for line in got.stdout.splitlines()]
     assert [(r["threshold"], r["keep"]) for r in rows] == [(low, 3), (low, 10), (high, 3), (high, 10)]
@@ -274,7 +301,7 @@ def test_what_if_table(tmp_path: Path) -> None:
     assert rows[3]["peak_tokens"] > rows[2]["peak_tokens"]
     # Nothing written: no archive folder.
     assert not (tmp_path / ".transcripts").exists()
-    table = run(source, "--backend", "digest", "--threshold", f"{low},{high}")
+    table = invoke("replay", source, "--backend", "digest", "--threshold", f"{low},{high}")
     assert table.exit_code == 0
     lines = table.stdout.splitlines()
     assert "what-if" in lines[0] and lines[1].split()[:3] == ["threshold", "keep", "calls"]
@@ -283,14 +310,14 @@ def test_what_if_table(tmp_path: Path) -> None:
 
 def test_what_if_writes_nothing_so_outputs_are_refused(tmp_path: Path) -> None:
     source = write(tmp_path / "task.jsonl", RECORDS)
-    got = run(source, "--keep", "3,4", "--timeline", tmp_path / "t.csv", "--backend", "digest")
+    got = invoke("replay", source, "--keep", "3,4", "--timeline", tmp_path / "t.csv", "--backend", "digest")
     assert got.exit_code == 2
     assert not (tmp_path / "t.csv").exists()
 
 
 def test_output_to_stdout_moves_the_report_to_stderr(tmp_path: Path) -> None:
     source = write(tmp_path / "task.jsonl", RECORDS)
-    got = run(source, "--backend", "digest", "--threshold", 10**9, "--keep", 10, "-o", "-")
+    got = invoke("replay", source, "--backend", "digest", "--threshold", 10**9, "--keep", 10, "-o", "-")
     assert got.exit_code == 0, got.stderr
     final = [json.loads(line) for line in got.stdout_bytes.splitlines()]
     assert final[0]["content"].startswith(PREFIX)  # the manual compaction still fired
@@ -306,8 +333,8 @@ def test_api_estimator_counts_each_context_with_count_tokens(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     fake_api.token_count = lambda body: 1000 * len(body["messages"])
     timeline = tmp_path / "t.jsonl"
-    got = run(write(tmp_path / "task.jsonl", RECORDS), "--estimator", "api", "--backend", "digest",
-              "--threshold", 4500, "--keep", 10, "--timeline", timeline)  # fmt: skip
+    got = invoke("replay", write(tmp_path / "task.jsonl", RECORDS), "--estimator", "api", "--backend",
+                 "digest", "--threshold", 4500, "--keep", 10, "--timeline", timeline)  # fmt: skip
     assert got.exit_code == 0, got.output + got.stderr
     rows = [(row["index"], row["tokens"], row["event"]) for row in read_jsonl(timeline)]
     assert rows == [
@@ -324,7 +351,9 @@ def test_api_estimator_counts_each_context_with_count_tokens(
 
 
 def test_usage_is_no_estimator_for_a_simulated_context(tmp_path: Path) -> None:
-    got = run(write(tmp_path / "task.jsonl", RECORDS), "--estimator", "usage", "--backend", "digest")
+    got = invoke(
+        "replay", write(tmp_path / "task.jsonl", RECORDS), "--estimator", "usage", "--backend", "digest"
+    )
     assert got.exit_code == 2
 
 
@@ -384,7 +413,9 @@ def messages_of(records: list[dict]) -> list[dict]:
 def test_claude_code_split_responses_and_recorded_compactions(tmp_path: Path) -> None:
     source = write(tmp_path / "cc.jsonl", CC_RECORDS)
     timeline, out = tmp_path / "t.jsonl", tmp_path / "out.jsonl"
-    got = run(source, "--backend", "digest", "--keep", 10, "--timeline", timeline, "-o", out, "--json")
+    got = invoke(
+        "replay", source, "--backend", "digest", "--keep", 10, "--timeline", timeline, "-o", out, "--json"
+    )
     assert got.exit_code == 0, got.output + got.stderr
     main_before_boundary = [CC_RECORDS[i] for i in (1, 2, 3, 4, 6, 7, 10, 11)]
     summary = CC_RECORDS[13]
@@ -410,7 +441,9 @@ def test_claude_code_auto_compaction_writes_what_claude_code_writes(tmp_path: Pa
     threshold = seed(messages_of([records[i] for i in (1, 2, 3, 4, 6, 7)])) - 1  # crossed at call 2
     out = tmp_path / "out.jsonl"
     source = write(tmp_path / "cc.jsonl", records)
-    got = run(source, "--backend", "digest", "--keep", 10, "--threshold", threshold, "-o", out, "--json")
+    got = invoke(
+        "replay", source, "--backend", "digest", "--keep", 10, "--threshold", threshold, "-o", out, "--json"
+    )
     assert got.exit_code == 0, got.output + got.stderr
     report = replay_json(got.stdout)
     assert report["compactions"]["auto"] == 1
@@ -444,7 +477,16 @@ def test_openai_manual_compaction_waits_for_the_other_results(tmp_path: Path) ->
         {"role": "assistant", "content": "Continuing."},  # 5
     ]  # fmt: skip
     timeline, out = tmp_path / "t.csv", tmp_path / "out.jsonl"
-    got = run(write(tmp_path / "o.jsonl", records), "--backend", "digest", "--timeline", timeline, "-o", out)
+    got = invoke(
+        "replay",
+        write(tmp_path / "o.jsonl", records),
+        "--backend",
+        "digest",
+        "--timeline",
+        timeline,
+        "-o",
+        out,
+    )
     assert got.exit_code == 0, got.output + got.stderr
     with open(timeline, newline="") as f:
         rows = [(int(r["index"]), int(r["turn"]), r["event"]) for r in csv.DictReader(f)]
@@ -465,8 +507,8 @@ def test_api_failure_exits_69_and_archives_nothing(tmp_path: Path, fake_api) -> 
 
     fake_api.always("messages", error_reply(500))
     source = write(tmp_path / "task.jsonl", RECORDS)
-    got = run(source, "--backend", "anthropic", "--threshold", THRESHOLD, "--keep", 10, "--max-retries", 0,
-              "--timeline", tmp_path / "t.jsonl")  # fmt: skip
+    got = invoke("replay", source, "--backend", "anthropic", "--threshold", THRESHOLD, "--keep", 10,
+                 "--max-retries", 0, "--timeline", tmp_path / "t.jsonl")  # fmt: skip
     assert got.exit_code == 69, got.output + got.stderr
     assert "500" in got.stderr
     assert not (tmp_path / ".transcripts").exists()  # the summary comes first, the archive after it
@@ -476,7 +518,16 @@ def test_api_failure_exits_69_and_archives_nothing(tmp_path: Path, fake_api) -> 
 def test_plot_without_matplotlib_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     source = write(tmp_path / "task.jsonl", RECORDS)
-    got = run(source, "--backend", "digest", "--plot", tmp_path / "p.png", "--timeline", tmp_path / "t.csv")
+    got = invoke(
+        "replay",
+        source,
+        "--backend",
+        "digest",
+        "--plot",
+        tmp_path / "p.png",
+        "--timeline",
+        tmp_path / "t.csv",
+    )
     assert got.exit_code == 2
     assert "--plot needs matplotlib: pip install 'compactcli[plot]'" in got.stderr
     assert not (tmp_path / "t.csv").exists() and not (tmp_path / "p.png").exists()
@@ -530,7 +581,7 @@ def test_samples_in_a_subprocess(tmp_path: Path, sample: str) -> None:
     threshold = thresholds.get(sample.split("/")[0], "1500")
     done = run_cli(
         "replay", SAMPLES / sample, "--threshold", threshold, "--backend", "auto", "-o", out,
-        "--timeline", timeline, "--archive-dir", archives, text=True, env=env, cwd=tmp_path,
+        "--timeline", timeline, "--archive-dir", archives, text=True, env=env, cwd=tmp_path
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "summarizer digest (--backend auto: no API key" in done.stderr
@@ -616,8 +667,8 @@ def _parses(raw: bytes) -> bool:
 def test_replay_on_corpus_file(original: Path, tmp_path: Path) -> None:
     expect = expectation(original)
     out, archives, timeline = tmp_path / "out.jsonl", tmp_path / "archives", tmp_path / "timeline.jsonl"
-    got = run(original, "--backend", "digest", "--on-invalid", "keep", "--threshold", 20_000, "-o", out,
-              "--archive-dir", archives, "--timeline", timeline, "--json")  # fmt: skip
+    got = invoke("replay", original, "--backend", "digest", "--on-invalid", "keep", "--threshold", 20_000,
+                 "-o", out, "--archive-dir", archives, "--timeline", timeline, "--json")  # fmt: skip
     if expect.dialect is None:  # refused: tests/test_corpus.py checks the message
         assert got.exit_code == 65 and not out.exists(), got.output + got.stderr
         return
@@ -688,7 +739,7 @@ def cost(input_tokens: int, cached: int, output: int, summ_in: int = 0, summ_out
 
 def compare_rows(tmp_path: Path, *args: object) -> list[dict]:
     source = write(tmp_path / "cmp.jsonl", CMP)
-    got = run(source, "--compare", "--keep", 1, "--json", *args)
+    got = invoke("replay", source, "--compare", "--keep", 1, "--json", *args)
     assert got.exit_code == 0, got.output + got.stderr
     return [replay_json(line) for line in got.stdout.splitlines()]
 
@@ -787,7 +838,9 @@ def test_compare_price_defaults_are_the_sdks_models() -> None:
 
 def test_compare_csv_and_table(tmp_path: Path) -> None:
     source = write(tmp_path / "cmp.jsonl", CMP)
-    got = run(source, "--compare", "--backend", "digest", "--threshold", CMP_THRESHOLD, "--format", "csv")
+    got = invoke(
+        "replay", source, "--compare", "--backend", "digest", "--threshold", CMP_THRESHOLD, "--format", "csv"
+    )
     assert got.exit_code == 0, got.stderr
     table = list(csv.DictReader(got.stdout.splitlines()))
     assert list(table[0]) == [
@@ -800,7 +853,17 @@ def test_compare_csv_and_table(tmp_path: Path) -> None:
         ("summarize", str(CMP_THRESHOLD)), ("hybrid", str(CMP_THRESHOLD)),
     ]  # fmt: skip
     assert table[0]["input_tokens"] == str(seed(CMP[:1]) + seed(CMP[:3]) + seed(CMP[:5]) + seed(CMP[:7]))
-    text = run(source, "--compare", "--backend", "digest", "--threshold", CMP_THRESHOLD, "--format", "table")
+    text = invoke(
+        "replay",
+        source,
+        "--compare",
+        "--backend",
+        "digest",
+        "--threshold",
+        CMP_THRESHOLD,
+        "--format",
+        "table",
+    )
     assert text.exit_code == 0, text.stderr
     lines = text.stdout.splitlines()
     assert lines[0].startswith(f"{source}: anthropic; estimator seed; summarizer digest")
@@ -838,7 +901,7 @@ def test_compare_plot_writes_a_png(tmp_path: Path) -> None:
 )
 def test_compare_usage_errors(tmp_path: Path, args: tuple[str, ...], named: str) -> None:
     source = write(tmp_path / "cmp.jsonl", CMP)
-    got = run(source, "--compare", "--backend", "digest", *args)
+    got = invoke("replay", source, "--compare", "--backend", "digest", *args)
     assert got.exit_code == 2, got.stdout
     assert named in got.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cmp.jsonl"]
@@ -847,7 +910,7 @@ def test_compare_usage_errors(tmp_path: Path, args: tuple[str, ...], named: str)
 def test_price_and_csv_need_compare(tmp_path: Path) -> None:
     source = write(tmp_path / "cmp.jsonl", CMP)
     for args in (("--price", "1,1,1"), ("--format", "csv")):
-        got = run(source, "--backend", "digest", *args)
+        got = invoke("replay", source, "--backend", "digest", *args)
         assert got.exit_code == 2 and "--compare" in got.stderr, args
 
 

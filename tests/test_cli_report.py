@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers.cli import compactcli_command, run_cli
+from helpers.cli import run_cli
 
 from compactcli.report import Outcome, exit_code
 from compactcli.storage.locks import file_lock
@@ -300,13 +300,7 @@ def closed_pipe_run(*args: object, cwd: Path) -> subprocess.CompletedProcess:
     read, write_end = os.pipe()
     os.close(read)
     try:
-        return subprocess.run(
-            [*compactcli_command(), *map(str, args)],
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            timeout=120,
-        )
+        return run_cli(*args, stdout=write_end, cwd=cwd)
     finally:
         os.close(write_end)
 

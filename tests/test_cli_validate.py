@@ -515,7 +515,7 @@ def test_generated_transcripts_and_their_micro_output_are_valid(dialect, tmp_pat
     assert micro.returncode == 0, micro.stderr
     assert out.read_bytes() == b"".join(after)  # micro did run, and made what bigfile expects
     for path in (source, out):
-        check = run(str(path), "--dialect", name)
+        check = invoke("validate", str(path), "--dialect", name)
         assert check.exit_code == 0, check.output
     # And the same file with one result line dropped is not.
     records = [(n, json.loads(raw)) for n, raw in enumerate(before, 1)]
@@ -543,19 +543,15 @@ def bad(tmp_path: Path) -> Path:
     )
 
 
-def run(*args: str, input: str | None = None):
-    return invoke("validate", *args, input=input)
-
-
 def test_cli_valid_file_exits_0_and_prints_no_violation(good):
-    result = run(str(good))
+    result = invoke("validate", str(good))
     assert result.exit_code == 0
     assert result.stdout == ""
     assert result.stderr == "1 file valid, 0 invalid\n"
 
 
 def test_cli_invalid_file_exits_1_with_one_line_per_violation(good, bad):
-    result = run(str(good), str(bad))
+    result = invoke("validate", str(good), str(bad))
     assert result.exit_code == 1
     assert result.stdout == (
         f"{bad}:2: missing-tool-result: tool_use b is not answered in the next user turn\n"
@@ -566,7 +562,7 @@ def test_cli_invalid_file_exits_1_with_one_line_per_violation(good, bad):
 def test_cli_bad_input_exits_65_and_still_checks_the_other_files(tmp_path, good, bad):
     torn = tmp_path / "torn.jsonl"
     torn.write_text(json.dumps(text("user", "go")) + '\n{"role": "assistant", "con')  # cut off: no newline
-    result = run(str(good), str(bad), str(torn))
+    result = invoke("validate", str(good), str(bad), str(torn))
     assert result.exit_code == 65
     assert f"error: {torn}:2: torn last line" in result.stderr
     assert result.stdout.startswith(f"{bad}:2: missing-tool-result")
@@ -578,8 +574,8 @@ def test_cli_on_invalid_keep_skips_unreadable_lines(tmp_path, end):
     torn = tmp_path / "torn.jsonl"
     lines = [json.dumps(r) for r in (text("user", "go"), uses("a"), results("a"))]
     torn.write_text("\n".join(lines) + '\n{"role": "assistant", "content": "Hal' + end)
-    assert run(str(torn)).exit_code == 65
-    kept = run(str(torn), "--on-invalid", "keep", "--json")
+    assert invoke("validate", str(torn)).exit_code == 65
+    kept = invoke("validate", str(torn), "--on-invalid", "keep", "--json")
     assert kept.exit_code == 0
     report = json.loads(kept.stdout)
     assert report["status"] == "valid"
@@ -588,7 +584,7 @@ def test_cli_on_invalid_keep_skips_unreadable_lines(tmp_path, end):
 
 
 def test_cli_json_reports_each_file(good, bad):
-    result = run(str(good), str(bad), "--json")
+    result = invoke("validate", str(good), str(bad), "--json")
     assert result.exit_code == 1
     reports = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["path"], r["status"], r["exit_code"]) for r in reports] == [
@@ -607,21 +603,21 @@ def test_cli_json_reports_each_file(good, bad):
 
 
 def test_cli_stdin(bad):
-    result = run("-", input=bad.read_text())
+    result = invoke("validate", "-", input=bad.read_text())
     assert result.exit_code == 1
     assert result.stdout.startswith("<stdin>:2: missing-tool-result:")
 
 
 def test_cli_dialect_overrides_detection(tmp_path):
     path = write(tmp_path / "chat.jsonl", [{"role": "system", "content": "hi"}, text("user", "go")])
-    assert run(str(path)).exit_code == 0  # detected as openai: system is a role there
-    forced = run(str(path), "--dialect", "anthropic")
+    assert invoke("validate", str(path)).exit_code == 0  # detected as openai: system is a role there
+    forced = invoke("validate", str(path), "--dialect", "anthropic")
     assert forced.exit_code == 1
     assert f"{path}:1: invalid-role:" in forced.stdout
 
 
 def test_cli_folder_with_jobs_and_quiet(tmp_path, good, bad):
-    result = run(str(tmp_path), "--jobs", "2", "-q", "-v")
+    result = invoke("validate", str(tmp_path), "--jobs", "2", "-q", "-v")
     assert result.exit_code == 1
     assert result.stderr == ""  # -q wins over -v
     assert result.stdout.splitlines() == [
@@ -630,13 +626,13 @@ def test_cli_folder_with_jobs_and_quiet(tmp_path, good, bad):
 
 
 def test_cli_verbose_names_each_file(good, bad):
-    result = run(str(good), str(bad), "-v")
+    result = invoke("validate", str(good), str(bad), "-v")
     assert f"valid {good}\n" in result.stderr
     assert f"invalid {bad}\n" in result.stderr
 
 
 def test_help_lists_the_rules_and_exit_codes():
-    result = run("--help")
+    result = invoke("validate", "--help")
     assert result.exit_code == 0
     for rule in RULES:
         assert rule in result.stdout
@@ -666,7 +662,7 @@ def test_samples_are_committed():
 
 @pytest.mark.parametrize("path", sample_files(), ids=lambda p: str(p.relative_to(SAMPLES)))
 def test_samples_validate(path):
-    result = run(str(path))
+    result = invoke("validate", str(path))
     assert result.exit_code == 0, result.output
 
 
@@ -687,7 +683,7 @@ def test_corpus_violations_name_a_torn_line(path):
     # What validate reports per file is pinned in tests/helpers/corpus.py (test_corpus.py). Here: on a
     # file with torn lines, a reported tool id is one found in a torn line (the pair it lost).
     torn = unreadable(path)
-    result = run(str(path), "--on-invalid", "keep", "--json")
+    result = invoke("validate", str(path), "--on-invalid", "keep", "--json")
     report = json.loads(result.stdout)
     for violation in report["stats"]["violations"] if torn else ():
         tool_id = re.search(r"toolu_\w+", violation["message"]).group(0).encode()
@@ -706,10 +702,12 @@ def test_corpus_file_with_a_repeated_result_is_invalid(path, tmp_path):
     lines = path.read_bytes().splitlines(keepends=True)
     parsed = {n: json.loads(raw) for n, raw in enumerate(lines) if n + 1 not in expect.torn}
     last = max(n for n, record in parsed.items() if dialect.tool_results(record))
-    before = json.loads(run(str(path), "--on-invalid", "keep", "--json").stdout)["stats"]["violations"]
+    before = json.loads(invoke("validate", str(path), "--on-invalid", "keep", "--json").stdout)["stats"][
+        "violations"
+    ]
     copy = tmp_path / path.name
     copy.write_bytes(b"".join(lines[: last + 1] + [lines[last]] + lines[last + 1 :]))
-    result = run(str(copy), "--on-invalid", "keep", "--json")
+    result = invoke("validate", str(copy), "--on-invalid", "keep", "--json")
     violations = json.loads(result.stdout)["stats"]["violations"]
     restart = max((n for n, record in parsed.items() if dialect.compaction(record) is not None), default=-1)
     # The copy sits on 1-based line last + 2. In a pi session with ids the copy has the entry's id: pi

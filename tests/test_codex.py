@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 from helpers import codex_rollout
-from helpers.cli import run_cli
+from helpers.cli import run_cli, stats_of
 from helpers.corpus import CORPUS
+from helpers.files import write_jsonl
 from helpers.invariants import assert_only_results_cleared, is_default_placeholder, violations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -365,15 +366,8 @@ def test_validate_starts_again_at_a_compaction(tmp_path: Path):
 # --- estimate -------------------------------------------------------------------------------------------
 
 
-def _estimate(path: Path, method: str, cwd: Path) -> dict:
-    """estimate's figures for the file (the `stats` of its JSON object)."""
-    run = run_cli("estimate", "--json", "--method", method, str(path), cwd=cwd, text=True)
-    assert run.returncode == 0, run.stderr
-    return json.loads(run.stdout)["stats"]
-
-
 def test_estimate_usage_is_the_last_token_count(rollout: Path, tmp_path: Path):
-    result = _estimate(rollout, "usage", tmp_path)
+    result = stats_of("estimate", "--json", "--method", "usage", rollout, cwd=tmp_path)
     # The last call recorded input 3300 and wrote 150: the next call sends both again.
     assert result["tokens"] == 3450
     # The active context starts at the compaction: after it, one size-only count and two calls.
@@ -381,7 +375,7 @@ def test_estimate_usage_is_the_last_token_count(rollout: Path, tmp_path: Path):
 
 
 def test_estimate_counts_the_context_from_the_compaction_on(rollout: Path, tmp_path: Path):
-    result = _estimate(rollout, "seed", tmp_path)
+    result = stats_of("estimate", "--json", "--method", "seed", rollout, cwd=tmp_path)
     stats = result.get("stats", result)
     # The five items of replacement_history, then the user message, call, output and answer after it.
     assert stats["messages"] == 9
@@ -390,14 +384,18 @@ def test_estimate_counts_the_context_from_the_compaction_on(rollout: Path, tmp_p
 
 def test_estimate_heuristic_counts_the_base_instructions(rollout: Path, tmp_path: Path):
     records = lines_of(rollout)
-    with_prompt = _estimate(rollout, "heuristic", tmp_path)["tokens"]
+    with_prompt = stats_of("estimate", "--json", "--method", "heuristic", rollout, cwd=tmp_path)["tokens"]
     records[0]["payload"]["base_instructions"] = None
     without = codex_rollout.write(tmp_path / "no-prompt.jsonl", records)
-    without_prompt = _estimate(without, "heuristic", tmp_path)["tokens"]
+    without_prompt = stats_of("estimate", "--json", "--method", "heuristic", without, cwd=tmp_path)["tokens"]
     # About 2,400 characters of English prose: several hundred tokens.
     assert 300 < with_prompt - without_prompt < 1200
     # seed counts messages only, as for the other dialects.
-    assert _estimate(rollout, "seed", tmp_path)["tokens"] == _estimate(without, "seed", tmp_path)["tokens"]
+    seed = [
+        stats_of("estimate", "--json", "--method", "seed", p, cwd=tmp_path)["tokens"]
+        for p in (rollout, without)
+    ]
+    assert seed[0] == seed[1]
 
 
 def test_estimate_usage_without_token_counts_is_no_usage(rollout: Path, tmp_path: Path):
@@ -469,7 +467,7 @@ def test_summarize_writes_what_codex_writes_at_a_compaction(rollout: Path, tmp_p
     assert "Add a --json flag" in compacted["message"]  # the digest names the task
 
     # Read back: the conversation starts at the new compacted record.
-    seed = _estimate(out, "seed", tmp_path)
+    seed = stats_of("estimate", "--json", "--method", "seed", out, cwd=tmp_path)
     stats = seed.get("stats", seed)
     assert (stats["active_from"], stats["messages"]) == (2, 6)
     assert run_cli("validate", out, cwd=tmp_path, text=True).returncode == 0
@@ -614,9 +612,9 @@ def test_real_rollout_through_every_command(original: Path, tmp_path: Path):
     before = work.read_bytes()
 
     assert run_cli("validate", str(work), cwd=tmp_path, text=True).returncode == 0
-    usage = _estimate(work, "usage", tmp_path)
+    usage = stats_of("estimate", "--json", "--method", "usage", work, cwd=tmp_path)
     assert usage["tokens"] == last_recorded_context(work) > 0
-    heuristic = _estimate(work, "heuristic", tmp_path)["tokens"]
+    heuristic = stats_of("estimate", "--json", "--method", "heuristic", work, cwd=tmp_path)["tokens"]
     assert 0.5 * usage["tokens"] < heuristic < 1.5 * usage["tokens"]
 
     run = run_cli("micro", "--json", str(work), cwd=tmp_path, text=True)
@@ -639,7 +637,7 @@ def test_real_rollout_through_every_command(original: Path, tmp_path: Path):
     assert history[-1]["content"][0]["text"] == records[1]["payload"]["message"]
     assert any(item.get("role") == "developer" for item in history)
     assert run_cli("validate", out, cwd=tmp_path, text=True).returncode == 0
-    seed = _estimate(out, "seed", tmp_path)
+    seed = stats_of("estimate", "--json", "--method", "seed", out, cwd=tmp_path)
     assert seed.get("stats", seed)["active_from"] == 2
 
     replayed = run_cli(
@@ -766,7 +764,7 @@ def test_drop_thinking_takes_the_ids_of_the_items_whose_reasoning_it_drops(tmp_p
     # Responses API ("provided without its required 'reasoning' item"): the id goes too.
     path = tmp_path / "rollout.jsonl"
     records = _responses_with_ids(ids)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     original = path.read_bytes().splitlines(keepends=True)
 
     done = run_cli("micro", "--keep", "10", "--drop-thinking", path, cwd=tmp_path, text=True)
@@ -792,7 +790,7 @@ def test_drop_thinking_takes_the_ids_of_the_items_whose_reasoning_it_drops(tmp_p
 def test_dry_run_says_that_drop_thinking_takes_an_item_s_id(tmp_path: Path) -> None:
     path = tmp_path / "rollout.jsonl"
     records = _responses_with_ids(True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     done = run_cli(
         "micro", "--keep", "10", "--drop-thinking", "--dry-run", "-v", path, cwd=tmp_path, text=True
     )

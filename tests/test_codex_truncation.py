@@ -9,7 +9,7 @@ import json
 from functools import partial
 from pathlib import Path
 
-from helpers.cli import run_cli
+from helpers.cli import run_cli, stats_of
 from helpers.files import write_jsonl
 
 from compactcli.counting import calibrate
@@ -94,12 +94,6 @@ def rollout(first: dict | None = TOKENS_10, last: dict | None = None) -> list[di
 write = partial(write_jsonl, ensure_ascii=False)
 
 
-def estimate(path: Path, cwd: Path, *options: str) -> dict:
-    run = run_cli("estimate", "--format", "json", "--method", "heuristic", *options, path, cwd=cwd, text=True)
-    assert run.returncode == 0, run.stderr
-    return json.loads(run.stdout)["stats"]
-
-
 # The heuristic's price of each output's text, by hand: letters, digits, spaces, the two "…" (U+2026), and
 # for the note its "...]" (a run of four dense characters).
 MARKER = tok.LETTER * 15 + tok.DENSE * 2 + tok.SPACE * 2 + tok.SYMBOL * 2  # "…88 tokens truncated…"
@@ -140,7 +134,7 @@ def test_text_items_share_the_budget_and_images_stay() -> None:
 def test_estimate_counts_each_output_as_its_turn_cut_it(tmp_path: Path) -> None:
     path = write(tmp_path / "rollout.jsonl", rollout())
     first_turn = (RESULT + tok.LETTER * 48 + MARKER) + (RESULT + tok.LETTER * 48)  # c1 cut, c2 whole
-    stats = estimate(path, tmp_path)
+    stats = stats_of("estimate", "--format", "json", "--method", "heuristic", path, cwd=tmp_path)
     assert stats["by_category"]["tool_results"] == round(first_turn + SECOND_TURN) == 168
     # The rollout itself is left as it was: the cut is only counted.
     assert [json.loads(line) for line in path.read_text().splitlines()] == rollout()
@@ -150,7 +144,8 @@ def test_a_turn_without_a_policy_keeps_its_outputs_whole(tmp_path: Path) -> None
     # Rollouts written before Codex recorded the policy: what was cut is unknown, so nothing is.
     path = write(tmp_path / "rollout.jsonl", rollout(first=None))
     first_turn = (RESULT + tok.LETTER * 400) + (RESULT + tok.LETTER * 48)
-    assert estimate(path, tmp_path)["by_category"]["tool_results"] == round(first_turn + SECOND_TURN)
+    stats = stats_of("estimate", "--format", "json", "--method", "heuristic", path, cwd=tmp_path)
+    assert stats["by_category"]["tool_results"] == round(first_turn + SECOND_TURN)
 
 
 def test_estimate_top_lists_an_output_at_what_the_model_was_sent(tmp_path: Path) -> None:
@@ -167,7 +162,7 @@ def test_replay_counts_an_output_under_the_policy_of_its_own_turn(tmp_path: Path
     # A later turn's policy would leave every output whole; replay counts its context at each call, after
     # that turn_context: each output still counts as its own turn cut it, as estimate reads it.
     path = write(tmp_path / "rollout.jsonl", rollout(last={"mode": "tokens", "limit": 1_000_000}))
-    stats = estimate(path, tmp_path)
+    stats = stats_of("estimate", "--format", "json", "--method", "heuristic", path, cwd=tmp_path)
     run = run_cli(
         "replay",
         "--json",

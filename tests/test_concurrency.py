@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from helpers import bigfile, reference
-from helpers.cli import compactcli_command
+from helpers.cli import run_cli, start_cli
 
 BUSY = 75
 # Stand-in for an agent that appends to its transcript: open, append, close, as Claude Code does.
@@ -154,7 +154,9 @@ def assert_compacted_once(files: dict[Path, tuple[bytes, bytes]]) -> None:
 
 
 def run_all(commands: list[list[str]]) -> list[subprocess.CompletedProcess]:
-    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
+    """The commands (each compactcli's arguments) started at once; their results once all are done."""
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    procs = [start_cli(*c, **pipes) for c in commands]
     results = []
     for proc, command in zip(procs, commands, strict=True):
         out, err = proc.communicate(timeout=120)
@@ -175,7 +177,7 @@ def test_four_processes_at_once_compact_each_file_exactly_once(tmp_path: Path, i
         else:
             args = [str(p) for p in files]
             rng.shuffle(args)
-        commands.append([*compactcli_command(), "micro", "--json", *args])
+        commands.append(["micro", "--json", *args])
 
     results = run_all(commands)
 
@@ -199,7 +201,7 @@ def test_four_processes_at_once_compact_each_file_exactly_once(tmp_path: Path, i
     )
     assert_compacted_once(files)
 
-    rerun = subprocess.run([*compactcli_command(), "micro", str(tmp_path)], capture_output=True, text=True)
+    rerun = run_cli("micro", tmp_path, text=True)
     assert rerun.returncode == 0, rerun.stderr
     assert rerun.stderr.strip().splitlines()[-1] == f"0 files compacted, {len(files)} unchanged"
     assert_compacted_once(files)
@@ -211,9 +213,7 @@ def test_jobs_2_gives_the_same_result_as_jobs_1(tmp_path: Path) -> None:
     files_two = make_folder(two, count=20, seed=11)
     runs = {}
     for name, folder in (("1", one), ("2", two)):
-        runs[name] = subprocess.run(
-            [*compactcli_command(), "micro", "--jobs", name, str(folder)], capture_output=True, text=True
-        )
+        runs[name] = run_cli("micro", "--jobs", name, folder, text=True)
         assert runs[name].returncode == 0, runs[name].stderr
     assert runs["1"].stderr == runs["2"].stderr  # the same summary line
     assert_compacted_once(files_one)
@@ -257,7 +257,7 @@ def test_file_appended_to_during_the_run_is_left_alone_and_reported_busy(tmp_pat
     path, original, _ = big_transcript(tmp_path)
     appender, stop = start_appender(path, mode)
     try:
-        run = subprocess.run([*compactcli_command(), "micro", str(path)], capture_output=True, text=True)
+        run = run_cli("micro", path, text=True)
     finally:
         count = stop_appender(appender, stop)
     assert count > 3  # the file grew all through the run
@@ -269,7 +269,7 @@ def test_file_appended_to_during_the_run_is_left_alone_and_reported_busy(tmp_pat
     assert manifest_lines(tmp_path / ".transcripts") == []
 
     # Once the agent has stopped, the file is compacted, appended lines and all.
-    rerun = subprocess.run([*compactcli_command(), "micro", str(path)], capture_output=True, text=True)
+    rerun = run_cli("micro", path, text=True)
     assert rerun.returncode == 0, rerun.stderr
     assert path.read_bytes().endswith(appended(count))
     assert len(archives_of(path)) == 1
@@ -280,7 +280,7 @@ def test_line_appended_just_before_the_replacement_is_not_lost(tmp_path: Path) -
     path, original, expected = big_transcript(tmp_path)
     appender, stop = start_appender(path, "manifest")
     try:
-        run = subprocess.run([*compactcli_command(), "micro", str(path)], capture_output=True, text=True)
+        run = run_cli("micro", path, text=True)
     finally:
         count = stop_appender(appender, stop)
     assert count == 1, "the run ended without writing the manifest"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from helpers import bigfile
-from helpers.cli import compactcli_command
+from helpers.cli import run_cli, start_cli
 
 SEED = 20261130
 TRIALS = 15
@@ -66,7 +66,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> dict:
     copy = root / "copy.jsonl"
     shutil.copyfile(original, copy)
     result = root / "result.jsonl"
-    run = subprocess.run([*compactcli_command(), "micro", str(copy), "-o", str(result)], capture_output=True)
+    run = run_cli("micro", copy, "-o", result)
     assert run.returncode == 0, run.stderr
     full = result.read_bytes()
     # The generator knows the result independently; both must agree before kills are judged by it.
@@ -77,7 +77,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> dict:
     timing.mkdir()
     shutil.copyfile(original, timing / "t.jsonl")
     started = time.monotonic()
-    run = subprocess.run([*compactcli_command(), "micro", str(timing / "t.jsonl")], capture_output=True)
+    run = run_cli("micro", timing / "t.jsonl")
     elapsed = time.monotonic() - started
     assert run.returncode == 0, run.stderr
     assert (timing / "t.jsonl").read_bytes() == full
@@ -140,11 +140,7 @@ def interrupted_run(
     transcript = folder / "t.jsonl"
     shutil.copyfile(big["path"], transcript)
     os.chmod(transcript, mode)
-    proc = subprocess.Popen(
-        [*compactcli_command(), "micro", str(transcript)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_cli("micro", transcript, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         kill(proc)
     finally:
@@ -154,7 +150,7 @@ def interrupted_run(
     if code == 0:
         state = "finished"
 
-    rerun = subprocess.run([*compactcli_command(), "micro", str(folder)], capture_output=True, text=True)
+    rerun = run_cli("micro", folder, text=True)
     assert rerun.returncode == 0, rerun.stderr
     assert file_sha(transcript) == big["sha_after"], "the rerun did not finish the job"
     assert os.stat(transcript).st_mode & 0o777 == mode

@@ -7,10 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from helpers.cli import invoke
 
 from compactcli import dialects
-from compactcli.cli import cli
 from compactcli.core.errors import BadInput
 from compactcli.pipelines.transcript import detect_dialect
 
@@ -48,7 +47,7 @@ def test_every_command_refuses_a_file_in_no_dialect(fixture, command, on_invalid
     path = tmp_path / fixture
     shutil.copyfile(FORMATS / fixture, path)
     before = path.read_bytes()
-    result = CliRunner().invoke(cli, [*COMMANDS[command], "--on-invalid", on_invalid, str(path)])
+    result = invoke(*COMMANDS[command], "--on-invalid", on_invalid, path)
     assert result.exit_code == 65, result.output
     assert f"{path}:1: not a transcript compactcli reads" in result.stderr
     assert "dialects read: anthropic, claude-code, openai" in result.stderr
@@ -106,10 +105,10 @@ def test_a_copilot_cli_session_is_read_and_its_look_alikes_are_not(tmp_path):
     """Copilot's events prove the dialect; Managed Agents events (no `data`, no `parentId`) stay refused."""
     path = tmp_path / "events.jsonl"
     shutil.copyfile(FORMATS / "copilot-events.jsonl", path)
-    result = CliRunner().invoke(cli, ["validate", "--json", str(path)])
+    result = invoke("validate", "--json", path)
     assert result.exit_code == 0, result.output
     assert '"dialect": "copilot"' in result.output
-    result = CliRunner().invoke(cli, ["validate", str(FORMATS / "managed-agents-events.jsonl")])
+    result = invoke("validate", FORMATS / "managed-agents-events.jsonl")
     assert result.exit_code == 65 and "Claude Managed Agents event log" in result.stderr
     event = b'{"type":"user.message","data":{"content":"hi"},"id":"e1","timestamp":"t"}'  # no parentId
     with pytest.raises(BadInput, match="Claude Managed Agents"):

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from helpers.cli import invoke
+from helpers.files import write_jsonl
 
 from compactcli import dialects
-from compactcli.cli import cli
 from compactcli.dialects.base import FITS, NO, PROVES, Dialect, ToolResult, ToolUse
 
 PACKAGE = Path(__file__).resolve().parents[1] / "compactcli"
@@ -113,22 +113,22 @@ def toy_file(tmp_path: Path) -> Path:
         records.append({"speaker": "me", "says": "x" * 300, "answers": f"c{n}", "toy": 1})
     records.append({"speaker": "bot", "says": "done", "toy": 1})
     path = tmp_path / "toy.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     return path
 
 
 def test_a_registered_dialect_is_detected_and_read_by_every_command(toy, tmp_path):
     path = toy_file(tmp_path)
-    run = CliRunner().invoke(cli, ["validate", "--json", str(path)])
+    run = invoke("validate", "--json", path)
     assert run.exit_code == 0, run.output
     assert json.loads(run.stdout)["stats"]["dialect"] == "toy"
-    estimate = CliRunner().invoke(cli, ["estimate", "--format", "json", str(path)])
+    estimate = invoke("estimate", "--format", "json", path)
     assert estimate.exit_code == 0 and json.loads(estimate.stdout)["stats"]["messages"] == 12
-    micro = CliRunner().invoke(cli, ["micro", str(path)])
+    micro = invoke("micro", path)
     assert micro.exit_code == 0, micro.output
     cleared = [json.loads(line) for line in path.read_text().splitlines() if "answers" in line]
     assert [r["says"] for r in cleared] == ["[Previous: used run]"] * 2 + ["x" * 300] * 3
-    summarize = CliRunner().invoke(cli, ["summarize", "--backend", "digest", str(path)])
+    summarize = invoke("summarize", "--backend", "digest", path)
     assert summarize.exit_code == 0, summarize.output
     [summary] = [json.loads(line) for line in path.read_text().splitlines()]
     assert summary["speaker"] == "me" and summary["says"].startswith("[Conversation compressed.")

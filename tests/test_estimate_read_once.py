@@ -8,10 +8,10 @@ out-of-order records, compactions, sub-agent records), given text, thinking and 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from helpers.files import write_jsonl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -54,7 +54,7 @@ def sessions(draw: st.DrawFn) -> list[dict]:
 
 def write(tmp_path: Path, records: list[dict]) -> Path:
     path = tmp_path / "session.jsonl"
-    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    write_jsonl(path, records)
     return path
 
 

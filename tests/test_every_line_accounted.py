@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from helpers import codex_rollout
-from helpers.cli import invoke
+from helpers.cli import invoke_on
 from helpers.strategies import conversations, jsonl_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -47,13 +47,8 @@ def transcripts(draw: st.DrawFn, dialect: str) -> tuple[list[bytes], set[int]]:
     return lines, junk
 
 
-def run(tmp: Path, lines: list[bytes], *args: object) -> tuple[object, list[bytes]]:
-    source, out = tmp / "t.jsonl", tmp / "out.jsonl"
-    source.write_bytes(b"".join(lines))
-    out.unlink(missing_ok=True)
-    result = invoke(*args, "--on-invalid", "keep", "-o", out, source)
-    written = out.read_bytes().splitlines(keepends=True) if out.exists() else None
-    return result, written
+def split(written: bytes | None) -> list[bytes] | None:
+    return written.splitlines(keepends=True) if written is not None else None
 
 
 def in_order(wanted: list[bytes], out: list[bytes]) -> bool:
@@ -82,8 +77,10 @@ def test_summarize_keeps_or_archives_every_line(data, dialect: str, keep_last: i
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(scratch)
         archives = tmp / "archives"
-        result, out = run(tmp, lines, "summarize", "--backend", "digest", "--json", "--keep-last", keep_last,
-                          "--archive-dir", archives)  # fmt: skip
+        result, written = invoke_on(b"".join(lines), "summarize", "--backend", "digest", "--json",
+                                    "--keep-last", keep_last, "--archive-dir", archives,
+                                    "--on-invalid", "keep", folder=tmp)  # fmt: skip
+        out = split(written)
         assert result.exit_code == 0, result.output
         report = json.loads(result.stdout)
         if report["status"] == "unchanged":  # nothing to summarize: the output is the input
@@ -107,7 +104,9 @@ def test_summarize_keeps_or_archives_every_line(data, dialect: str, keep_last: i
 def test_micro_writes_every_line_in_place(data, dialect: str) -> None:
     lines, junk = data.draw(transcripts(dialect))
     with tempfile.TemporaryDirectory() as scratch:
-        result, out = run(Path(scratch), lines, "micro", "--keep", "1", "--min-chars", "0")
+        result, written = invoke_on(b"".join(lines), "micro", "--keep", "1", "--min-chars", "0",
+                                    "--on-invalid", "keep", folder=Path(scratch))  # fmt: skip
+        out = split(written)
         assert result.exit_code == 0, result.output
         out = out if out is not None else lines
         assert len(out) == len(lines)
@@ -120,8 +119,10 @@ def test_replay_output_accounts_for_every_line(data, dialect: str, threshold: in
     lines, junk = data.draw(transcripts(dialect))
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(scratch)
-        result, out = run(tmp, lines, "replay", "--backend", "digest", "--format", "json",
-                          "--threshold", threshold, "--archive-dir", tmp / "archives")  # fmt: skip
+        result, written = invoke_on(b"".join(lines), "replay", "--backend", "digest", "--format", "json",
+                                    "--threshold", threshold, "--archive-dir", tmp / "archives",
+                                    "--on-invalid", "keep", folder=tmp)  # fmt: skip
+        out = split(written)
         assert result.exit_code == 0, result.output
         stats = json.loads(result.stdout)["stats"]
         assert stats["lines"] == len(lines)

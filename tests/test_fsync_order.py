@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import invoke
+from helpers.files import write_jsonl
 
 RESULT = {"type": "tool_result", "tool_use_id": "t1", "content": "x" * 500}
 CALL = {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "ls"}}
@@ -69,7 +70,7 @@ def test_an_in_place_commit_syncs_in_the_order_durability_needs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, archived_by: str
 ) -> None:
     path = tmp_path / "t.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    write_jsonl(path, RECORDS)
     # A group-writable file is not taken into the archive folder as it is: it is copied.
     os.chmod(path, 0o600 if archived_by == "hard link" else 0o664)
     original_inode = path.stat().st_ino

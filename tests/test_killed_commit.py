@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers.cli import compactcli_command, run_cli
+from helpers.cli import run_cli
 
 from compactcli.core.errors import CHECK_FAILED, OK
 
@@ -42,9 +42,7 @@ def killed_at_the_rename(
     the replacement."""
     command = [STRACE, "-f", "-qq", "-o", "/dev/null", "-e", f"trace={calls}"]
     command += ["-e", f"inject={calls}:signal=KILL:when=1"]
-    return subprocess.run(
-        [*command, *compactcli_command(), *map(str, args)], cwd=cwd, capture_output=True, timeout=120
-    )
+    return run_cli(*args, prefix=command, cwd=cwd)
 
 
 def manifest_lines(folder: Path) -> list[dict]:

@@ -12,8 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from helpers.cli import run_cli
+from helpers.cli import invoke, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -108,14 +107,13 @@ NAMED_LINE = re.compile(r"\.jsonl:\d+: ")
 def test_no_record_of_any_shape_ends_a_command_with_a_traceback(
     tmp_path_factory: pytest.TempPathFactory, case: tuple[str, str], command: tuple[str, ...]
 ) -> None:
-    from compactcli.cli import cli
 
     folder = tmp_path_factory.mktemp("malformed")
     path = folder / "t.jsonl"
     path.write_text(case[1], encoding="utf-8", errors="surrogatepass")
     args = [part.format(out=folder / "out.jsonl", path=path) for part in command]
 
-    result = CliRunner().invoke(cli, [*args, str(path)])
+    result = invoke(*args, path)
 
     seed = case[0]
     crashed = result.exception if not isinstance(result.exception, SystemExit) else None

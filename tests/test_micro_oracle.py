@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import reference
-from helpers.cli import invoke
+from helpers.cli import invoke, written_by
 from helpers.strategies import conversations, jsonl_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,15 +32,6 @@ RULES = st.builds(
 )
 
 
-def run_micro(data: bytes, dialect: str, rules: reference.MicroRules) -> bytes:
-    with tempfile.TemporaryDirectory() as tmp:
-        source, out = Path(tmp) / "t.jsonl", Path(tmp) / "out.jsonl"
-        source.write_bytes(data)
-        result = invoke("micro", source, "-o", out, "--dialect", dialect, *rules.args())
-        assert result.exit_code == 0, result.output
-        return out.read_bytes() if out.exists() else data
-
-
 @pytest.mark.parametrize("dialect", (*reference.DIALECTS, "qwen-code"))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -50,7 +41,7 @@ def test_micro_clears_what_the_reference_model_clears(dialect: str, data) -> Non
     style = data.draw(st.sampled_from(["compact", "default", "unicode"]), label="style")
     before = jsonl_bytes(records, style=style)
 
-    after = run_micro(before, dialect, rules)
+    after = written_by(before, "micro", "--dialect", dialect, *rules.args())
 
     expected, changed = reference.micro(records, dialect, rules)
     old_lines, new_lines = before.splitlines(keepends=True), after.splitlines(keepends=True)
@@ -61,7 +52,7 @@ def test_micro_clears_what_the_reference_model_clears(dialect: str, data) -> Non
             assert new == old, f"line {number + 1} changed though nothing in it is cleared"
     # Idempotent: the output is what the reference model leaves alone.
     assert reference.micro(expected, dialect, rules)[1] == set()
-    assert run_micro(after, dialect, rules) == after
+    assert written_by(after, "micro", "--dialect", dialect, *rules.args()) == after
     # Pairing is never broken: the output validates, as the generated input does.
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "out.jsonl").write_bytes(after)
@@ -80,10 +71,10 @@ def test_at_most_keep_results_means_no_change(dialect: str, data) -> None:
         per_conversation[result.conversation] = per_conversation.get(result.conversation, 0) + 1
     keep = max(per_conversation.values(), default=0)
     rules = reference.MicroRules(keep=keep, min_chars=0, preserve=frozenset(), clear_multimodal=True)
-    assert run_micro(before, dialect, rules) == before
+    assert written_by(before, "micro", "--dialect", dialect, *rules.args()) == before
     if keep:  # one fewer kept: the oldest result of the largest conversation goes, unless it is empty
         fewer = reference.MicroRules(keep=keep - 1, min_chars=0, preserve=frozenset(), clear_multimodal=True)
-        assert (run_micro(before, dialect, fewer) != before) == bool(
+        assert (written_by(before, "micro", "--dialect", dialect, *fewer.args()) != before) == bool(
             reference.micro(records, dialect, fewer)[1]
         )
 

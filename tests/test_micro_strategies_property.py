@@ -6,12 +6,10 @@ and strategies that drop nothing keep every line."""
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 
 import pytest
 from helpers import reference
-from helpers.cli import invoke
+from helpers.cli import written_by
 from helpers.invariants import violations
 from helpers.strategies import conversations, jsonl_bytes
 from hypothesis import HealthCheck, given, settings
@@ -35,15 +33,6 @@ STRATEGIES = st.lists(
     unique=True,
 )
 DROPPING = {"--drop-progress", "--drop-sidechains", "--drop-thinking"}
-
-
-def run(data: bytes, dialect: str, options: list[str]) -> bytes:
-    with tempfile.TemporaryDirectory() as tmp:
-        source, out = Path(tmp) / "t.jsonl", Path(tmp) / "out.jsonl"
-        source.write_bytes(data)
-        result = invoke("micro", source, "-o", out, "--dialect", dialect, *options)
-        assert result.exit_code == 0, result.output
-        return out.read_bytes()
 
 
 def dangling(records: list[dict]) -> set[str]:
@@ -74,7 +63,7 @@ def test_strategies_keep_pairs_validate_and_are_idempotent(dialect: str, data) -
     options = [word for option in chosen for word in option] + ["--keep", str(keep)]
     before = jsonl_bytes(records)
 
-    after = run(before, dialect, options)
+    after = written_by(before, "micro", "--dialect", dialect, *options)
 
     out = [json.loads(line) for line in after.splitlines()]
     uses_in, results_in = pairs(records, dialect)
@@ -87,7 +76,7 @@ def test_strategies_keep_pairs_validate_and_are_idempotent(dialect: str, data) -
         assert (uses_out, results_out) == (uses_in, results_in)
     assert dangling(out) <= dangling(records)  # a dropped record's children point at one kept
     assert violations(dialect, after) == violations(dialect, before) == []
-    assert run(after, dialect, options) == after
+    assert written_by(after, "micro", "--dialect", dialect, *options) == after
 
 
 @pytest.mark.parametrize(
@@ -117,9 +106,10 @@ def test_codex_rollout_keeps_pairs_validates_and_is_idempotent(strategy: list[st
     again = {**read, "payload": {**read["payload"], "call_id": "call_again"}}
     records += [again, {**answer, "payload": {**answer["payload"], "call_id": "call_again"}}]
     before = codex_rollout.dumps(records)
-    after = run(before, "codex", [*strategy, *rule])
+    after = written_by(before, "micro", "--dialect", "codex", *strategy, *rule)
     out = [json.loads(line) for line in after.splitlines()]
     assert pairs(out, "codex") == pairs(records, "codex")
-    assert after != run(before, "codex", rule)  # the strategy did something of its own
+    # The strategy did something of its own.
+    assert after != written_by(before, "micro", "--dialect", "codex", *rule)
     assert violations("codex", after) == violations("codex", before)
-    assert run(after, "codex", [*strategy, *rule]) == after
+    assert written_by(after, "micro", "--dialect", "codex", *strategy, *rule) == after

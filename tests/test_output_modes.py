@@ -4,13 +4,13 @@ whose manifest is private too; an existing output keeps its mode; archives stay 
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
 
 import pytest
 from helpers.cli import run_cli
+from helpers.files import write_jsonl
 
 RESULT = {"type": "tool_result", "tool_use_id": "t1", "content": "x" * 500}
 CALL = {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "cat key.pem"}}
@@ -28,7 +28,7 @@ def mode(path: Path) -> int:
 
 def transcript(folder: Path, bits: int) -> Path:
     path = folder / "t.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    write_jsonl(path, RECORDS)
     os.chmod(path, bits)
     return path
 

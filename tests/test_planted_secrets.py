@@ -20,6 +20,7 @@ from helpers.cli import run_cli
 from helpers.fakeapi import FakeAnthropic
 from helpers.fakeopenai import FakeOpenAI
 from helpers.fakeresponses import FakeResponses, message
+from helpers.files import write_jsonl
 
 _RNG = random.Random(9)
 LOWER, UPPER, DIGITS = string.ascii_lowercase, string.ascii_uppercase, string.digits
@@ -242,7 +243,7 @@ def transcript(path: Path) -> None:
         result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"$ {text}\nok"}
         records.append({"role": "user", "content": [result]})
     records.append({"role": "assistant", "content": "Deployed."})
-    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    write_jsonl(path, records)
 
 
 def leaked(text: str) -> list[str]:
@@ -393,7 +394,7 @@ def test_keys_on_their_own_lines_of_a_tool_input_reach_neither_the_api_nor_the_s
         {"role": "assistant", "content": "Written."},
     ]
     path = tmp_path / "env.jsonl"
-    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    write_jsonl(path, records)
     fake_api.reply_text = lambda body: "Summary. Ran " + json.dumps({"command": command})
 
     run = run_cli("summarize", "--backend", "anthropic", path, text=True, env=fake_api.env())
@@ -531,7 +532,7 @@ def test_the_focus_text_is_redacted_in_the_digest(tmp_path: Path) -> None:
         {"role": "user", "content": "go on"},
         {"role": "assistant", "content": "Done."},
     ]
-    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    write_jsonl(path, records)
 
     run = run_cli("summarize", "--backend", "digest", "--keep-last", "1", "--focus", FOCUS, path, text=True)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import run_cli
+from helpers.files import write_jsonl
 
 from compactcli.dialects.base import BOUNDARY, NO, PROVES
 from compactcli.dialects.qwen_code import QWEN_CODE, QwenChain
@@ -336,7 +337,7 @@ def test_micro_clears_an_output_inside_a_compressed_history(tmp_path):
         ),
     ]
     path = tmp_path / "s.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     done = run_cli("micro", "--keep", "1", path, text=True)
     assert done.returncode == 0, done.stderr
     found = responses(lines_of(path))
@@ -355,7 +356,7 @@ def test_an_unanswered_call_before_the_next_prompt_is_reported(tmp_path):
         model("a2", "u2", "..."),
     ]
     path = tmp_path / "s.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     done = run_cli("validate", "--json", path, text=True)
     assert done.returncode == 1
     assert "missing-tool-result" in done.stdout
@@ -468,7 +469,7 @@ def test_micro_leaves_a_rewound_branch_as_it_is(tmp_path):
     records += [record("w", "r1", "system", subtype="rewind", systemPayload={}), user("u3", "w", "instead")]
     records += answered(3, "u3")
     path = tmp_path / "s.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     done = run_cli("micro", "--keep", "1", path, text=True)
     assert done.returncode == 0, done.stderr
     found = responses(lines_of(path))

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.cli import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -186,13 +187,11 @@ def help_examples() -> list[tuple[str, str]]:
 
     The pages are rendered in this process (click's own help), once: collection starts no subprocess
     and does not depend on the console script being installed; the examples themselves run in tests."""
-    from click.testing import CliRunner
-
-    from compactcli.cli import COMMANDS, cli
+    from compactcli.cli import COMMANDS
 
     found = []
     for command in COMMANDS:
-        page = CliRunner().invoke(cli, [command, "--help"], terminal_width=80).stdout
+        page = invoke(command, "--help", terminal_width=80).stdout
         for line in page.split("Examples:\n", 1)[1].splitlines():
             if not line.strip():
                 break

@@ -5,7 +5,6 @@ touched for a minute. A live writer's temp file, a fresh one and another program
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -14,6 +13,7 @@ import time
 from pathlib import Path
 
 from helpers.cli import run_cli
+from helpers.files import write_jsonl
 
 RESULT = {"type": "tool_result", "tool_use_id": "t1", "content": "x" * 500}
 CALL = {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "ls"}}
@@ -42,7 +42,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 def transcript(folder: Path) -> Path:
     path = folder / "t.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    write_jsonl(path, RECORDS)
     return path
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import run_cli
+from helpers.files import write_jsonl
 from helpers.sessions import ClaudeCodeSession
 
 from compactcli import dialects
@@ -106,9 +107,9 @@ def meta_session() -> list[dict]:
 def test_meta_records_are_counted_but_never_the_users_words(tmp_path: Path) -> None:
     path = tmp_path / "meta.jsonl"
     records = meta_session()
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     without = tmp_path / "without.jsonl"
-    without.write_text("".join(json.dumps(r) + "\n" for r in records if not r.get("isMeta")))
+    write_jsonl(without, [r for r in records if not r.get("isMeta")])
     counts = {}
     for name in ("meta.jsonl", "without.jsonl"):
         done = run_cli("estimate", "--method", "heuristic", "--json", name, cwd=tmp_path, text=True)
@@ -126,7 +127,7 @@ def test_meta_records_are_counted_but_never_the_users_words(tmp_path: Path) -> N
 
 def test_meta_records_are_labelled_for_the_model(fake_api, tmp_path: Path) -> None:
     path = tmp_path / "meta.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in meta_session()))
+    write_jsonl(path, meta_session())
     args = ("summarize", "--backend", "anthropic", "meta.jsonl")
     done = run_cli(*args, cwd=tmp_path, env=fake_api.env(), text=True)
     assert done.returncode == 0, done.stderr

@@ -15,6 +15,7 @@ from helpers.cli import run_cli
 from helpers.fakeapi import FakeAnthropic
 from helpers.fakeopenai import FakeOpenAI
 from helpers.fakeresponses import FakeResponses
+from helpers.files import write_jsonl
 
 OK = 0
 # claude-sonnet-5-5's list price, USD per million tokens (input, output), as published.
@@ -26,7 +27,7 @@ def write(path: Path, turns: int = 3) -> None:
     for n in range(turns):
         records.append({"role": "assistant", "content": f"step {n} " + "details " * 50})
         records.append({"role": "user", "content": f"go on {n}"})
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
 
 
 def test_each_file_has_the_servers_tokens_model_and_price_and_the_run_its_totals(

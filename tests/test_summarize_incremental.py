@@ -11,8 +11,9 @@ import re
 import shutil
 from pathlib import Path
 
-from helpers.cli import run_cli
+from helpers.cli import run_cli, stats_of
 from helpers.fakeapi import FakeAnthropic
+from helpers.files import write_jsonl
 
 OK = 0
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -32,12 +33,6 @@ def fenced(text: str, tag: str) -> str:
     return match.group(1)
 
 
-def summarize(api: FakeAnthropic, path: Path, *args: str) -> dict:
-    done = run_cli("summarize", "--json", *args, path, cwd=path.parent, text=True, env=api.env())
-    assert done.returncode == OK, done.stderr
-    return json.loads(done.stdout)["stats"]
-
-
 def test_an_anthropic_transcript_summarized_again_sends_the_last_summary_and_what_followed(
     fake_api: FakeAnthropic, tmp_path: Path
 ) -> None:
@@ -51,17 +46,17 @@ def test_an_anthropic_transcript_summarized_again_sends_the_last_summary_and_wha
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": OLD}]},
         {"role": "assistant", "content": "Listed."},
     ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     replies = iter(["FIRST SUMMARY of the port", "SECOND SUMMARY", "THIRD SUMMARY"])
     fake_api.reply_text = lambda body: next(replies)
-    assert summarize(fake_api, path)["compaction_depth"] == 1
+    assert stats_of("summarize", "--json", path, cwd=path.parent, env=fake_api.env())["compaction_depth"] == 1
     first = fake_api.calls("messages")[0].body
     assert "<previous_summary>" not in user_turn(first) and OLD in user_turn(first)
 
     with path.open("a") as f:
         f.write(json.dumps({"role": "assistant", "content": NEW}) + "\n")
         f.write(json.dumps({"role": "user", "content": "Now write the docs."}) + "\n")
-    stats = summarize(fake_api, path)
+    stats = stats_of("summarize", "--json", path, cwd=path.parent, env=fake_api.env())
     second = user_turn(fake_api.calls("messages")[1].body)
     previous = fenced(second, "previous_summary")
     assert "FIRST SUMMARY of the port" in previous
@@ -75,7 +70,7 @@ def test_an_anthropic_transcript_summarized_again_sends_the_last_summary_and_wha
 
     with path.open("a") as f:
         f.write(json.dumps({"role": "assistant", "content": "Docs written."}) + "\n")
-    assert summarize(fake_api, path)["compaction_depth"] == 3
+    assert stats_of("summarize", "--json", path, cwd=path.parent, env=fake_api.env())["compaction_depth"] == 3
     third = user_turn(fake_api.calls("messages")[2].body)
     assert "SECOND SUMMARY" in fenced(third, "previous_summary")
     assert DEPTH.findall(json.loads(path.read_text().splitlines()[0])["content"]) == ["3"]
@@ -97,7 +92,7 @@ def test_a_claude_code_session_builds_on_claude_codes_own_summary(
     ]
     assert before, "the sample has user messages before its compaction"
     fake_api.reply_text = lambda body: "MERGED CLAUDE SUMMARY"
-    stats = summarize(fake_api, path)
+    stats = stats_of("summarize", "--json", path, cwd=path.parent, env=fake_api.env())
     [call] = fake_api.calls("messages")
     sent = user_turn(call.body)
     assert fenced(sent, "previous_summary").startswith(own.strip()[:200])
@@ -140,7 +135,7 @@ def test_a_claude_code_session_builds_on_claude_codes_own_summary(
     with path.open("a") as f:
         f.writelines(json.dumps(r) + "\n" for r in follow)
     fake_api.reply_text = lambda body: "THIRD CLAUDE SUMMARY"
-    assert summarize(fake_api, path)["compaction_depth"] == 3
+    assert stats_of("summarize", "--json", path, cwd=path.parent, env=fake_api.env())["compaction_depth"] == 3
     again = user_turn(fake_api.calls("messages")[1].body)
     assert "MERGED CLAUDE SUMMARY" in fenced(again, "previous_summary")
     assert NEW in fenced(again, "transcript") and own.strip()[:200] not in again
@@ -164,7 +159,7 @@ def test_a_codex_rollout_builds_on_the_summary_of_its_compacted_record(
     ]
     assert outputs, "the sample has tool outputs before its compaction"
     fake_api.reply_text = lambda body: "MERGED CODEX SUMMARY"
-    stats = summarize(fake_api, path)
+    stats = stats_of("summarize", "--json", path, cwd=path.parent, env=fake_api.env())
     [call] = fake_api.calls("messages")
     sent = user_turn(call.body)
     assert fenced(sent, "previous_summary") == own.strip()
@@ -182,7 +177,7 @@ def test_replay_simulates_summaries_that_build_on_the_last_one(
     for n in range(12):
         records.append({"role": "assistant", "content": f"step {n}: " + "work " * 300})
         records.append({"role": "user", "content": f"go on {n}"})
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     fake_api.reply_text = lambda body: "SIMULATED SUMMARY " + str(len(fake_api.calls("messages")))
     done = run_cli(
         "replay",
@@ -218,14 +213,16 @@ def test_a_summary_applied_from_a_message_batch_records_its_depth_like_a_direct_
         {"role": "user", "content": "Go on."},
         {"role": "assistant", "content": OLD},
     ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     fake_api.reply_text = lambda body: (
         "BATCH SUMMARY" if "<previous_summary>" in user_turn(body) else "FIRST SUMMARY"
     )
-    assert summarize(fake_api, path)["compaction_depth"] == 1
+    assert stats_of("summarize", "--json", path, cwd=path.parent, env=fake_api.env())["compaction_depth"] == 1
     with path.open("a") as f:
         f.write(json.dumps({"role": "assistant", "content": NEW}) + "\n")
-    stats = summarize(fake_api, path, "--batch", "--poll-interval", "0")
+    stats = stats_of(
+        "summarize", "--json", "--batch", "--poll-interval", "0", path, cwd=path.parent, env=fake_api.env()
+    )
     [create] = fake_api.calls("batch_create")
     [request] = create.body["requests"]
     assert "FIRST SUMMARY" in fenced(request["params"]["messages"][0]["content"], "previous_summary")
@@ -235,4 +232,4 @@ def test_a_summary_applied_from_a_message_batch_records_its_depth_like_a_direct_
     # The next compaction reads the depth the batch's summary recorded.
     with path.open("a") as f:
         f.write(json.dumps({"role": "user", "content": "Now the docs."}) + "\n")
-    assert summarize(fake_api, path)["compaction_depth"] == 3
+    assert stats_of("summarize", "--json", path, cwd=path.parent, env=fake_api.env())["compaction_depth"] == 3

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from helpers import reference
-from helpers.cli import invoke
+from helpers.cli import invoke, invoke_on
 from helpers.strategies import conversations, jsonl_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,15 +27,12 @@ STYLE = {"anthropic": "compact", "openai": "unicode", "claude-code": "compact"}
 
 
 def run_summarize(data: bytes, dialect: str, keep_last: int, tmp: Path) -> tuple[bytes, list[Path]]:
-    source, out, archives = tmp / "t.jsonl", tmp / "out.jsonl", tmp / "archives"
-    tmp.mkdir(exist_ok=True)
-    source.write_bytes(data)
-    out.unlink(missing_ok=True)
-    result = invoke("summarize", "--backend", "digest", "--dialect", dialect, "--keep-last", keep_last,
-                    "-o", out, "--archive-dir", archives, source)  # fmt: skip
+    archives = tmp / "archives"
+    result, out = invoke_on(data, "summarize", "--backend", "digest", "--dialect", dialect,
+                            "--keep-last", keep_last, "--archive-dir", archives, folder=tmp)  # fmt: skip
     assert result.exit_code == 0, result.output
     written = sorted(archives.glob("t.*.jsonl")) if archives.exists() else []
-    return (out.read_bytes() if out.exists() else data), written
+    return (out if out is not None else data), written
 
 
 def check(records: list[dict], dialect: str, keep_last: int) -> None:

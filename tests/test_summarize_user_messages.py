@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from helpers.cli import run_cli
+from helpers.files import write_jsonl
 from helpers.sessions import claude_code_records
 
 SECRET = "ghp_" + "Qw8rT3" * 6
@@ -45,7 +46,7 @@ def transcript() -> list[dict]:
 
 def summarize(tmp_path: Path, *args: str, env: dict | None = None) -> str:
     path = tmp_path / "t.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in transcript()))
+    write_jsonl(path, transcript())
     done = run_cli("summarize", *args, "t.jsonl", cwd=tmp_path, env=env, text=True)
     assert done.returncode == 0, done.stderr
     [summary] = [json.loads(line) for line in path.read_text().splitlines()]
@@ -100,7 +101,7 @@ def test_meta_records_are_not_the_users_messages(tmp_path: Path) -> None:
     ]
     records = claude_code_records(rows)
     path = tmp_path / "cc.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     done = run_cli("summarize", "--backend", "digest", "cc.jsonl", cwd=tmp_path, text=True)
     assert done.returncode == 0, done.stderr
     summary = json.loads(path.read_text().splitlines()[-1])["message"]["content"]
@@ -124,7 +125,7 @@ def pin_run(
     tmp_path: Path, records: list[dict], *args: str, name: str = "t.jsonl"
 ) -> tuple[list[bytes], list[bytes]]:
     path = tmp_path / name
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     before = path.read_bytes().splitlines(keepends=True)
     done = run_cli(
         "summarize", "--backend", "digest", "--keep-user-messages", "0", *args, name, cwd=tmp_path, text=True

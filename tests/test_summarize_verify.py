@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import run_cli
+from helpers.files import write_jsonl
 
 INSTRUCTION = "Edit src/app.py"
 
@@ -17,7 +18,7 @@ INSTRUCTION = "Edit src/app.py"
 def summarize(fake_api, tmp_path: Path, *args: str) -> tuple[int, dict, str]:
     path = tmp_path / "t.jsonl"
     records = [{"role": "user", "content": INSTRUCTION}, {"role": "assistant", "content": "On it."}]
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(path, records)
     fake_api.reply_text = lambda body: "Worked on src/app.py."
     done = run_cli("summarize", "--backend", "anthropic", "--json", *args, "t.jsonl", cwd=tmp_path,
                    env=fake_api.env(), text=True)  # fmt: skip

@@ -1,15 +1,18 @@
 """The ways tests run compactcli: as the installed command in a real subprocess (what a user runs, with its
 own interpreter, signals, umask and file descriptors), waited for (`run_cli`) or started in the background
-(`start_cli`); and in process through click's CliRunner (`invoke`). `environ` and `home_env`
-build their environments."""
+(`start_cli`); and in process through click's CliRunner (`invoke`; `invoke_on` and `written_by` for bytes in,
+bytes out). `environ` and `home_env` build the environments of the subprocesses."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 from click.testing import CliRunner, Result
@@ -57,18 +60,27 @@ def run_cli(
     """Run the installed command with `args` and capture its output (bytes unless `text`).
 
     `prefix` goes before the command (e.g. `setpriv ...` to drop privileges); `kwargs` go to
-    subprocess.run (e.g. `umask=0o077`).
+    subprocess.run (e.g. `umask=0o077`, or `stdout=` a terminal or a closed pipe instead of a capture).
     """
+    kwargs.setdefault("stdout", subprocess.PIPE)
+    kwargs.setdefault("stderr", subprocess.PIPE)
     return subprocess.run(
         [*prefix, *compactcli_command(), *map(str, args)],
         input=stdin,
-        capture_output=True,
         cwd=cwd,
         env=env,
         text=text,
         timeout=timeout,
         **kwargs,
     )
+
+
+def stats_of(*args: object, **kwargs) -> dict:
+    """The `stats` of the JSON object `compactcli *args` prints (`args` ask for --json); the run must
+    succeed. `kwargs` go to run_cli."""
+    done = run_cli(*args, text=True, **kwargs)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["stats"]
 
 
 def start_cli(*args: object, prefix: Sequence[str] = (), **kwargs) -> subprocess.Popen:
@@ -87,3 +99,24 @@ def invoke(
     from compactcli.cli import cli
 
     return CliRunner().invoke(cli, [*map(str, args)], input=input, env=env, **kwargs)
+
+
+def invoke_on(data: bytes, *args: object, folder: Path | None = None) -> tuple[Result, bytes | None]:
+    """`compactcli *args -o OUT IN` in this process, IN a file holding `data`: the result and the bytes
+    written to OUT (None when nothing was). The files are t.jsonl and out.jsonl in `folder` (made if
+    missing), else in a temporary folder of their own (property tests get no tmp_path per example)."""
+    with nullcontext(folder) if folder is not None else tempfile.TemporaryDirectory() as where:
+        source, out = Path(where) / "t.jsonl", Path(where) / "out.jsonl"
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_bytes(data)
+        out.unlink(missing_ok=True)
+        result = invoke(*args, "-o", out, source)
+        return result, (out.read_bytes() if out.exists() else None)
+
+
+def written_by(data: bytes, *args: object) -> bytes:
+    """What `compactcli *args -o OUT` writes for an input holding `data`; the run must succeed."""
+    result, written = invoke_on(data, *args)
+    assert result.exit_code == 0, result.output
+    assert written is not None, "nothing was written to -o"
+    return written

@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from helpers.cli import environ
 
@@ -127,12 +127,58 @@ def _default_token_count(body: dict[str, Any]) -> int:
     return len(sent) // 4
 
 
-class FakeAnthropic:
+class LoopbackServer:
+    """What the fake servers share: a threaded HTTP server on 127.0.0.1 (a free port) whose handlers
+    reach the fake as server.fake. Use as a context manager, or call `start()` and `stop()`."""
+
+    base_path = ""  # what follows http://host:port in `url`
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], name: str) -> None:
+        self._handler, self._name = handler, name
+        self._stopping = threading.Event()  # wakes handlers sleeping through a planned delay
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Self:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler)
+        server.daemon_threads = True
+        server.fake = self  # type: ignore[attr-defined]
+        thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.02}, name=self._name
+        )
+        thread.daemon = True
+        thread.start()
+        self._server, self._thread = server, thread
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "server not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}{self.base_path}"
+
+
+class FakeAnthropic(LoopbackServer):
     """The server. Use as a context manager, or call `start()` and `stop()`."""
 
     api_key = "sk-ant-test-00000000-fake"
 
     def __init__(self) -> None:
+        super().__init__(_Handler, "fake-anthropic")
         self.requests: list[Recorded] = []
         self.reply_text: Callable[[dict[str, Any]], str] = _default_reply_text
         self.token_count: Callable[[dict[str, Any]], int] = _default_token_count
@@ -150,31 +196,6 @@ class FakeAnthropic:
         self._always: dict[str, Reply | None] = dict.fromkeys(ENDPOINTS)
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def start(self) -> FakeAnthropic:
-        self._server, self._thread = serve_on_loopback(self, _Handler, "fake-anthropic")
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # wakes handlers that are sleeping through a planned delay
-        shut_down(self._server, self._thread)
-
-    def __enter__(self) -> FakeAnthropic:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
 
     def env(self, **extra: str) -> dict[str, str]:
         """An environment for a subprocess that talks to this server (and only to it)."""
@@ -460,27 +481,6 @@ def _unpaired(messages: list[dict[str, Any]]) -> str | None:
                 "corresponding `tool_result` block in the next message."
             )
     return None
-
-
-def serve_on_loopback(
-    fake: object, handler: type[BaseHTTPRequestHandler], name: str
-) -> tuple[ThreadingHTTPServer, threading.Thread]:
-    """A threaded HTTP server on 127.0.0.1 (a free port) whose handlers reach `fake` as server.fake."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    server.fake = fake  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, name=name)
-    thread.daemon = True
-    thread.start()
-    return server, thread
-
-
-def shut_down(server: ThreadingHTTPServer | None, thread: threading.Thread | None) -> None:
-    if server is not None:
-        server.shutdown()
-        server.server_close()
-    if thread is not None:
-        thread.join(timeout=5)
 
 
 class LoopbackHandler(BaseHTTPRequestHandler):

@@ -18,10 +18,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-from helpers.fakeapi import LoopbackHandler, Recorded, Reply, serve_on_loopback, shut_down
+from helpers.fakeapi import LoopbackHandler, LoopbackServer, Recorded, Reply
 
 ROUTE = '{"complexity_reasoning": "Simple read operation.", "complexity_score": 10}'
 
@@ -97,31 +96,17 @@ def _default_parts(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [text("done")]
 
 
-class FakeGemini:
+class FakeGemini(LoopbackServer):
     """The server. Use as a context manager."""
 
     api_key = "x"
 
     def __init__(self) -> None:
+        super().__init__(_Handler, "fake-gemini")
         self.requests: list[Recorded] = []
         self.reply_parts: Callable[[dict[str, Any]], list[dict[str, Any]]] = _default_parts
         self.route_text = ROUTE
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> FakeGemini:
-        self._server, self._thread = serve_on_loopback(self, _Handler, "fake-gemini")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        shut_down(self._server, self._thread)
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
 
     def streamed(self) -> list[Recorded]:
         """The streamGenerateContent requests (the agent's turns), oldest first."""

@@ -29,11 +29,10 @@ import socket
 import threading
 from collections import deque
 from collections.abc import Callable
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 from helpers.cli import environ
-from helpers.fakeapi import LoopbackHandler, Recorded, Reply, serve_on_loopback, shut_down
+from helpers.fakeapi import LoopbackHandler, LoopbackServer, Recorded, Reply
 
 ENDPOINTS = ("chat", "models")
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -125,10 +124,14 @@ def completion_tokens(text: str) -> int:
     return len(text) // 4 + 1
 
 
-class FakeOpenAI:
-    """The server. Use as a context manager, or call `start()` and `stop()`."""
+class FakeOpenAI(LoopbackServer):
+    """The server. Use as a context manager, or call `start()` and `stop()`; `url` is the base URL, as
+    OPENAI_BASE_URL and --base-url take it: `http://127.0.0.1:PORT/v1`."""
+
+    base_path = "/v1"
 
     def __init__(self, *, api_key: str | None = None, models: tuple[str, ...] = ("fake-model",)) -> None:
+        super().__init__(_Handler, "fake-openai")
         self.requests: list[Recorded] = []
         self.api_key = api_key  # None: any key or none (a local server); else `Bearer <api_key>` only
         self.models = models
@@ -139,32 +142,6 @@ class FakeOpenAI:
         self._always: dict[str, Reply | None] = dict.fromkeys(ENDPOINTS)
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def start(self) -> FakeOpenAI:
-        self._server, self._thread = serve_on_loopback(self, _Handler, "fake-openai")
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # wakes handlers sleeping through a planned delay
-        shut_down(self._server, self._thread)
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """The base URL, as OPENAI_BASE_URL and --base-url take it: `http://127.0.0.1:PORT/v1`."""
-        assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
 
     def env(self, **extra: str) -> dict[str, str]:
         """An environment for a subprocess that talks to this server (and only to it)."""

@@ -25,10 +25,10 @@ import secrets
 import threading
 from collections import deque
 from collections.abc import Callable
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-from helpers.fakeapi import LoopbackHandler, Recorded, Reply, serve_on_loopback, shut_down
+from helpers.cli import environ
+from helpers.fakeapi import LoopbackHandler, LoopbackServer, Recorded, Reply
 
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 OUTPUTS = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call"}
@@ -72,31 +72,27 @@ def _default_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [message("done")]
 
 
-class FakeResponses:
+class FakeResponses(LoopbackServer):
     """The server. Use as a context manager."""
+
+    base_path = "/v1"
 
     api_key = "sk-test-fake-responses"
 
     def __init__(self) -> None:
+        super().__init__(_Handler, "fake-responses")
         self.requests: list[Recorded] = []
         self.reply_items: Callable[[dict[str, Any]], list[dict[str, Any]]] = _default_items
         self.deltas = False
         self._plan: deque[Reply] = deque()
         self._always: Reply | None = None
-        self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._token = secrets.token_hex(4)  # item ids unique across servers
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> FakeResponses:
-        self._server, self._thread = serve_on_loopback(self, _Handler, "fake-responses")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stopping.set()  # wakes handlers sleeping through a planned delay
-        shut_down(self._server, self._thread)
+    def env(self, **extra: str) -> dict[str, str]:
+        """An environment for a subprocess that talks to this server (and only to it) as OPENAI_BASE_URL."""
+        return environ("OPENAI_", OPENAI_BASE_URL=self.url) | extra
 
     def plan(self, *replies: Reply) -> None:
         """Answer the next requests to /v1/responses with these, one each, in order (a Reply without
@@ -108,12 +104,6 @@ class FakeResponses:
         """Answer every request to /v1/responses with `reply` once the plan is used up (None: normal)."""
         with self._lock:
             self._always = reply
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
 
     def calls(self) -> list[Recorded]:
         """The POSTs to /v1/responses, oldest first."""
