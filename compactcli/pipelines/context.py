@@ -327,6 +327,11 @@ class ContextCounter:
         assert conversation is not None
         if compaction == BOUNDARY:
             conversation = self._restart(conversation, line)
+            if restarted and conversation is self._main:
+                # The new context it carries is the main conversation's (a Copilot session summarized
+                # down to its compaction events holds no other message).
+                self._has_main = True
+                self._side = None
             for entry in restarted:
                 self._add(conversation, entry, line)
             return

@@ -40,14 +40,14 @@ SEVERITY = (errors.IO_ERR, errors.DATA_ERR, errors.UNAVAILABLE, errors.BUSY, err
 # Output formats (--format); --json is --format json. Each command accepts those that apply to it,
 # listed here and nowhere else; the first is its default. json streams one object per file as each
 # ends (JSON lines); json-document prints one document with them all and the totals, at the end.
-TEXT, TABLE, JSON, CSV, GITHUB = "text", "table", "json", "csv", "github"
+TEXT, TABLE, JSON, CSV, GITHUB, HTML = "text", "table", "json", "csv", "github", "html"
 JSON_DOCUMENT = "json-document"
 JSON_FORMATS = (JSON, JSON_DOCUMENT)
 COMMAND_FORMATS = {
     "micro": (TEXT, JSON, JSON_DOCUMENT, GITHUB),
     "summarize": (TEXT, JSON, JSON_DOCUMENT, GITHUB),
     "validate": (TEXT, JSON, JSON_DOCUMENT, GITHUB),
-    "estimate": (TABLE, JSON, JSON_DOCUMENT, CSV, GITHUB),
+    "estimate": (TABLE, JSON, JSON_DOCUMENT, CSV, GITHUB, HTML),
     "replay": (TEXT, JSON, JSON_DOCUMENT, TABLE, CSV),
     "restore": (TEXT, JSON, JSON_DOCUMENT),
     "prune": (TEXT, JSON, JSON_DOCUMENT),

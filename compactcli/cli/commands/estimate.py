@@ -10,9 +10,12 @@ import click
 
 from compactcli.cli.options import BriefHelpCommand, cache_option, input_options
 from compactcli.core.constants import ESTIMATE_METHOD, METHODS, NO_USAGE, OVER, STDIN, UNDER
-from compactcli.core.errors import EXIT_CODES_HELP, OK
+from compactcli.core.errors import EXIT_CODES_HELP, OK, CompactError
 from compactcli.report import COMMAND_FORMATS, Outcome, Report
 from compactcli.run.settings import Inputs
+
+# The --top of --format html: every result micro would clear.
+ALL_RESULTS = 10**9
 
 # --- the command ---------------------------------------------------------------------------------
 
@@ -76,6 +79,11 @@ Output (--format, on stdout):
   csv     a header, then one row per file
   github  ::error annotations for files over --max-tokens (or failing);
           nothing for the rest
+  html    one self-contained page (no script, nothing fetched): sessions
+          by size, where their tokens go, the heaviest tool results micro
+          would clear by tool, what micro and summarize (offline digest)
+          would save, and the archives' history. Slower: each file is
+          also compacted in memory, twice
 
 The category split is always the heuristic's; with another method it shows where the tokens
 are. --top N lists the N heaviest tool results that micro would clear (line, tool, tokens), with
@@ -135,7 +143,7 @@ def estimate(
     if calibrate:
         from compactcli.counting import calibrate as calibration
 
-        if output_format == "github":
+        if output_format in ("github", "html"):
             raise click.UsageError("--calibrate prints table, json or csv")
         if STDIN in inputs.paths:
             raise click.UsageError("--calibrate reads files and folders, not stdin")
@@ -145,9 +153,12 @@ def estimate(
         print_calibration(calibration.calibrate(files), output_format, len(files))
         raise SystemExit(OK)
     items = runner.find_inputs(inputs.paths, inputs.glob)
+    page = output_format == "html"
+    if page:
+        top = top or ALL_RESULTS  # the page adds up every result micro would clear, by tool
     report = Report(
         "estimate",
-        EstimateFigures(method, max_tokens),
+        EstimateFigures(method, max_tokens, history=_history if page else None),
         output_format=output_format,
         verbose=inputs.verbose,
         quiet=inputs.quiet,
@@ -163,6 +174,7 @@ def estimate(
         micro=_micro_in_force() if top else None,
         model=model,
         use_cache=not no_cache,
+        savings=page,
     )
     # An api count depends on the model and the service, not only on the file: it is not remembered.
     cache = RunCache.open(
@@ -175,6 +187,22 @@ def estimate(
         items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done, cache=cache
     )
     raise SystemExit(report.finish())
+
+
+def _history(path: str) -> list[dict]:
+    """A transcript's archives, as `restore --list` shows them (the page's last section)."""
+    from compactcli.storage.restore import listing
+
+    if "://" in path or not Path(path).is_file():  # stdin, a URL: no archive folder beside them
+        return []
+    try:
+        entries, skipped = listing(Path(path), None)
+    except CompactError as err:  # an archive folder it cannot trust: said, and the page goes on
+        click.echo(f"warning: {err}", err=True)
+        return []
+    for problem in skipped:
+        click.echo(f"warning: {problem}", err=True)
+    return entries
 
 
 def _estimate_file(*args, **kwargs) -> Outcome:
