@@ -488,7 +488,7 @@ def tokenizer_scale(model: str | None) -> float:
 
 @lru_cache(maxsize=64)
 def model_traits(model: str | None) -> tuple[bool, float]:
-    """(thinking_persists, tokenizer_scale) of a model: what HeuristicCounter.use_model sets."""
+    """(thinking_persists, tokenizer_scale) of a model: what HeuristicCounter.use_traits takes."""
     return thinking_persists(model), tokenizer_scale(model)
 
 
