@@ -145,6 +145,12 @@ class Dialect:
         on a record of its own); micro clears such a copy with the result."""
         return []
 
+    def unnamed_result_copy(self, record: dict) -> tuple[str, object] | None:
+        """(tool name, output) of a record that repeats a result without naming its call; micro takes
+        it for a copy of the next result of that tool with that very output, and clears it with that
+        result (asked only where has_result_copies)."""
+        return None
+
     # -- what micro's opt-in strategies ask (docs/design.md, "Micro strategies") ---------------------
 
     def file_accesses(self, record: dict) -> list[FileAccess]:
