@@ -179,6 +179,13 @@ def test_a_compression_without_history_is_none():
     assert QWEN_CODE.compaction(telemetry("t", None)) is None
 
 
+def test_a_compression_with_an_empty_history_replaces_the_history_by_nothing():
+    """Qwen Code tests `payload?.compressedHistory`: an empty list is true in JavaScript."""
+    cleared = compression("c", "u1", [])
+    assert QWEN_CODE.compaction(cleared) == BOUNDARY
+    assert QWEN_CODE.restarted_with(cleared) == []
+
+
 def test_usage_is_the_prompt_and_what_the_model_wrote():
     usage = {
         "promptTokenCount": 10662,
