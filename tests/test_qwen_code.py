@@ -482,3 +482,18 @@ def test_micro_leaves_a_rewound_branch_as_it_is(tmp_path):
     assert found["c1"][1] == PLACEHOLDER  # on the chain, older than the last one
     assert found["c2"][1] == output  # on the rewound branch
     assert found["c3"][1] == output  # the last on the chain
+
+
+def test_verify_measures_what_qwen_code_resumes_with_not_the_records_left_before_it(session, tmp_path):
+    """Every summarized record stays in the file; retention is measured on the compression (what Qwen Code
+    resumes with), the same as on a file holding the compression alone."""
+    original = tmp_path / "original.jsonl"
+    shutil.copyfile(session, original)
+    done = run_cli("summarize", "--backend", "digest", "--verify", "--json", session, text=True)
+    assert done.returncode == 0, done.stderr
+    retention = json.loads(done.stdout.splitlines()[0])["stats"]["retention"]
+    alone = tmp_path / "alone.jsonl"
+    alone.write_bytes(session.read_bytes().splitlines(keepends=True)[-1])
+    probed = json.loads(run_cli("probe", "--json", original, alone, text=True).stdout)["stats"]
+    assert retention == probed["retention"] < 1
+    assert probed["replaced_records"] > 0
