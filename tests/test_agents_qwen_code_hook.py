@@ -12,15 +12,11 @@ compacted session is then resumed with `qwen --resume`, which sends the placehol
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.agents import agent_env
+from helpers.agents import Terminal, agent_env, wait_for
 from helpers.cli import run_cli
 from test_agents_qwen_code import (
     CLEARED_BY_MICRO,
@@ -39,62 +35,8 @@ from test_agents_qwen_code import (
 PROMPT_READY = "Type your message"
 
 
-def _wait(what: str, done: Callable[[], bool], timeout: float, screen: Callable[[], str]) -> None:
-    end = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}; the terminal shows:\n{screen()}")
-        time.sleep(0.25)
-
-
-class Terminal:
-    """One program in a detached tmux session on a server of its own (its socket under `folder`)."""
-
-    def __init__(self, folder: Path) -> None:
-        self.socket = folder / "tmux.sock"
-        self.name = "qwen"
-
-    def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
-        argv = ["tmux", "-S", str(self.socket), "-f", os.devnull, *args]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=30)
-
-    def start(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
-        # `env -i`: the program gets exactly `env`, not the tmux server's environment
-        command = ["env", "-i", *(f"{key}={value}" for key, value in env.items()), *argv]
-        done = self.tmux(
-            "new-session", "-d", "-s", self.name, "-x", "160", "-y", "45", "-c", str(cwd), *command
-        )
-        assert done.returncode == 0, done.stderr
-
-    def type(self, text: str, taken: Callable[[], bool]) -> None:
-        """Type `text` and press Enter, again every few seconds until `taken()` says the program acted on
-        it (an Enter pressed while the input box is still taking the text is lost)."""
-        assert self.tmux("send-keys", "-t", self.name, "-l", text).returncode == 0
-        _wait("the text in the input box", lambda: text in self.screen(), 30, self.screen)
-        for _ in range(10):
-            time.sleep(1)
-            assert self.tmux("send-keys", "-t", self.name, "Enter").returncode == 0
-            end = time.monotonic() + 3
-            while time.monotonic() < end:
-                if taken():
-                    return
-                time.sleep(0.2)
-        raise AssertionError(f"{text!r} was not taken; the terminal shows:\n{self.screen()}")
-
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-t", self.name).stdout
-
-    def running(self) -> bool:
-        return self.tmux("has-session", "-t", self.name).returncode == 0
-
-    def close(self) -> None:
-        self.tmux("kill-server")
-
-
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed: apt-get install tmux")
     folder = tmp_path / "tmux"
     folder.mkdir()
     term = Terminal(folder)
@@ -120,15 +62,15 @@ def test_the_installed_hook_micro_compacts_the_session_qwen_code_just_ended(term
         assert install.returncode == 0, install.stderr
         settings = json.loads((home / ".qwen" / "settings.json").read_text())
         assert settings["memory"] == {"enableManagedAutoMemory": False}  # the other settings stay
-        terminal.start([str(qwen), "--auth-type", "openai", "--yolo"], project, env)
-        _wait("the prompt", lambda: PROMPT_READY in terminal.screen(), 90, terminal.screen)
+        terminal.start([qwen, "--auth-type", "openai", "--yolo"], cwd=project, env=env)
+        wait_for("the prompt", lambda: PROMPT_READY in terminal.screen(), 90, terminal.screen)
         terminal.type(TASK, lambda: bool(api.calls()))
-        _wait("the task's last reply", lambda: FINAL in terminal.screen(), 120, terminal.screen)
+        wait_for("the task's last reply", lambda: FINAL in terminal.screen(), 120, terminal.screen)
         assert [r.status for r in api.calls()] == [200] * (len(STEPS) + 1)
         (path,) = (home / ".qwen" / "projects").glob("*/chats/*.jsonl")
         assert ORIGINAL["call_02log"] in path.read_text()  # nothing compacted while the session is open
         terminal.type("/quit", lambda: not terminal.running())
-        _wait("Qwen Code to exit", lambda: not terminal.running(), 60, terminal.screen)
+        wait_for("Qwen Code to exit", lambda: not terminal.running(), 60, terminal.screen)
 
     log = home / ".cache" / "compactcli" / "hooks.log"
     logged = log.read_text() if log.exists() else "no hook log"
