@@ -112,9 +112,14 @@ def _env(home: Path, api: FakeOpenAI) -> dict[str, str]:
     return agent_env(home, OPENAI_BASE_URL=api.url, OPENAI_API_KEY="sk-fake", OPENAI_MODEL=MODEL)
 
 
+def qwen_binary() -> Path:
+    """The installed Qwen Code; skips the test without it."""
+    return require_agent("qwen", "COMPACTCLI_QWEN", "@qwen-code/qwen-code")
+
+
 @pytest.fixture(scope="module")
 def qwen() -> Path:
-    return require_agent("qwen", "COMPACTCLI_QWEN", "@qwen-code/qwen-code")
+    return qwen_binary()
 
 
 @pytest.fixture(scope="module")

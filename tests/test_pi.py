@@ -310,3 +310,18 @@ def test_replay_output_is_a_session_pi_reads_with_its_kept_entries_on_the_path(t
     kept = [json.loads(raw) for raw in out.read_bytes().splitlines()]
     compaction = next(r for r in kept if r["type"] == "compaction")
     assert compaction["firstKeptEntryId"] in {r.get("id") for r in kept[: kept.index(compaction)]}
+
+
+def test_verify_measures_what_pi_resumes_with_not_the_entries_left_before_it(tmp_path: Path):
+    """Every summarized entry stays in the file: a fact only they hold (a path the digest leaves out) is
+    missing from what pi resumes with, and the retention says so."""
+    session = tmp_path / "s.jsonl"
+    shutil.copyfile(SAMPLE, session)
+    original = tmp_path / "original.jsonl"
+    shutil.copyfile(SAMPLE, original)
+    assert run_cli("summarize", "--backend", "digest", "--keep-last", "2", session).returncode == 0
+    probed = json.loads(run_cli("probe", "--json", original, session, text=True).stdout)["stats"]
+    assert probed["replaced_records"] > 0
+    assert probed["retention"] < 1 and probed["total"] > probed["survived"]
+    paths = probed["categories"]["paths"]["missing"]
+    assert "tests/test_count.py" in paths  # a path only a summarized entry names

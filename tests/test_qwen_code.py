@@ -180,6 +180,13 @@ def test_a_compression_without_history_is_none():
     assert QWEN_CODE.compaction(telemetry("t", None)) is None
 
 
+def test_a_compression_with_an_empty_history_replaces_the_history_by_nothing():
+    """Qwen Code tests `payload?.compressedHistory`: an empty list is true in JavaScript."""
+    cleared = compression("c", "u1", [])
+    assert QWEN_CODE.compaction(cleared) == BOUNDARY
+    assert QWEN_CODE.restarted_with(cleared) == []
+
+
 def test_usage_is_the_prompt_and_what_the_model_wrote():
     usage = {
         "promptTokenCount": 10662,
@@ -476,3 +483,18 @@ def test_micro_leaves_a_rewound_branch_as_it_is(tmp_path):
     assert found["c1"][1] == PLACEHOLDER  # on the chain, older than the last one
     assert found["c2"][1] == output  # on the rewound branch
     assert found["c3"][1] == output  # the last on the chain
+
+
+def test_verify_measures_what_qwen_code_resumes_with_not_the_records_left_before_it(session, tmp_path):
+    """Every summarized record stays in the file; retention is measured on the compression (what Qwen Code
+    resumes with), the same as on a file holding the compression alone."""
+    original = tmp_path / "original.jsonl"
+    shutil.copyfile(session, original)
+    done = run_cli("summarize", "--backend", "digest", "--verify", "--json", session, text=True)
+    assert done.returncode == 0, done.stderr
+    retention = json.loads(done.stdout.splitlines()[0])["stats"]["retention"]
+    alone = tmp_path / "alone.jsonl"
+    alone.write_bytes(session.read_bytes().splitlines(keepends=True)[-1])
+    probed = json.loads(run_cli("probe", "--json", original, alone, text=True).stdout)["stats"]
+    assert retention == probed["retention"] < 1
+    assert probed["replaced_records"] > 0

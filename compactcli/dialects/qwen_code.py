@@ -51,12 +51,13 @@ def is_compression(record: dict) -> bool:
 
 def compressed_history(record: dict) -> list[dict] | None:
     """The Contents a chat_compression record puts in place of the history before it, else None
-    (Qwen Code skips a compression record without one)."""
+    (Qwen Code skips a compression record without one; an empty list is one, JavaScript's `[]` being
+    true: the history before it is then replaced by nothing)."""
     if not is_compression(record):
         return None
     payload = record.get("systemPayload")
     history = payload.get("compressedHistory") if isinstance(payload, dict) else None
-    if not isinstance(history, list) or not history:
+    if not isinstance(history, list):
         return None
     return [content for content in history if isinstance(content, dict)]
 

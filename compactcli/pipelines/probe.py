@@ -15,9 +15,9 @@ from typing import BinaryIO
 
 from compactcli.core.errors import BadInput
 from compactcli.core.jsonio import json_strings
-from compactcli.dialects import Dialect
+from compactcli.dialects import BOUNDARY, Dialect
 from compactcli.layers.summarize import could_be_task, is_user_words, summarizer_view
-from compactcli.pipelines.transcript import dialect_for, read_lines
+from compactcli.pipelines.transcript import ConversationLines, dialect_for, read_lines
 
 # The facts, each once: the overall retention (and --min-retention) is over these.
 FACTS = ("paths", "commands", "errors", "urls", "identifiers", "numbers", "instructions")
@@ -264,6 +264,25 @@ def _records(source: BinaryIO, path: str, on_invalid: str) -> Iterator[dict]:
             yield line.record
 
 
+def _summarized_records(dialect: Dialect, source: BinaryIO, path: str, on_invalid: str) -> Iterator[dict]:
+    """The summarized file's records: in file order, or, where the dialect appends its compactions (every
+    earlier record kept), in the order its agent reads them (Dialect.new_order: pi's path, Qwen Code's
+    chain), so that the last compaction is where the resumed context starts."""
+    if not dialect.appends_compactions:
+        yield from _records(source, path, on_invalid)
+        return
+    for line in ConversationLines(source, path, on_invalid, dialect):
+        if line.record is not None:
+            yield line.record
+
+
+def _with_carried(dialect: Dialect, record: dict) -> list[dict]:
+    """The record, and the records a compaction carries as the new context (Qwen Code's kept Contents)."""
+    if dialect.compaction(record) == BOUNDARY:
+        return [record, *dialect.restarted_with(record)]
+    return [record]
+
+
 def _key(message: dict) -> str:
     return json.dumps(message, sort_keys=True, default=str)
 
@@ -284,12 +303,18 @@ def probe(
     kept: set[str] = set()
     pieces: list[str] = []
     compacted = False
-    for record in _records(summarized, summarized_path, on_invalid):
+    for record in _summarized_records(summary_dialect, summarized, summarized_path, on_invalid):
+        if summary_dialect.appends_compactions and summary_dialect.compaction(record) is not None:
+            # The records before an appended compaction stay in the file, but the agent no longer sends
+            # them: what survives is what it resumes with, from the compaction on.
+            kept.clear()
+            pieces.clear()
         pieces.extend(json_strings(record))
         compacted = compacted or summary_dialect.compaction(record) is not None
-        message = summary_dialect.normalize(record)
-        if message is not None:
-            kept.add(_key(message))
+        for carried in _with_carried(summary_dialect, record):
+            message = summary_dialect.normalize(carried)
+            if message is not None:
+                kept.add(_key(message))
 
     span = _Span()
     replaced = messages = 0

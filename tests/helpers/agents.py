@@ -16,7 +16,9 @@ import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,31 +101,80 @@ def tool_uses_sent(body: dict[str, Any]) -> int:
     )
 
 
+def wait_for(what: str, done: Callable[[], bool], timeout: float, shown: Callable[[], str]) -> None:
+    """Poll `done` until it is true; fails at `timeout`, with what `shown` shows then."""
+    end = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}; the terminal shows:\n{shown()}")
+        time.sleep(0.25)
+
+
+class Terminal:
+    """An interactive agent in a real terminal: a detached tmux session (160 columns) on a tmux server of
+    its own, its socket in `folder`, that a test types into as a person would. Skips without tmux."""
+
+    def __init__(self, folder: Path, rows: int = 45) -> None:
+        if shutil.which("tmux") is None:
+            pytest.skip("tmux is not installed: apt-get install tmux")
+        self.socket = folder / "tmux.sock"
+        self.rows = rows
+        self.name = "agent"
+
+    def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
+        argv = ["tmux", "-S", str(self.socket), "-f", os.devnull, *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30)
+
+    def start(self, argv: list[str | Path], *, cwd: Path, env: dict[str, str]) -> None:
+        # `env -i`: the agent gets exactly `env`, not the tmux server's environment
+        command = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *map(str, argv)])
+        size = ("-x", "160", "-y", str(self.rows))
+        done = self.tmux("new-session", "-d", "-s", self.name, *size, "-c", str(cwd), command)
+        assert done.returncode == 0, done.stderr
+
+    def type(self, text: str, taken: Callable[[], bool]) -> None:
+        """Type `text` and press Enter, again every few seconds until `taken()` says the agent acted on
+        it (an Enter pressed while the input box is still taking the text is lost)."""
+        assert self.tmux("send-keys", "-t", self.name, "-l", text).returncode == 0
+        wait_for("the text in the input box", lambda: text in self.screen(), 30, self.screen)
+        for _ in range(10):
+            time.sleep(1)
+            assert self.tmux("send-keys", "-t", self.name, "Enter").returncode == 0
+            end = time.monotonic() + 3
+            while time.monotonic() < end:
+                if taken():
+                    return
+                time.sleep(0.2)
+        raise AssertionError(f"{text!r} was not taken; the terminal shows:\n{self.screen()}")
+
+    def screen(self, scrollback: int = 0) -> str:
+        """What the terminal shows, and `scrollback` lines above it."""
+        shown = self.tmux("capture-pane", "-p", "-S", str(-scrollback), "-t", self.name)
+        return shown.stdout if shown.returncode == 0 else ""
+
+    def running(self) -> bool:
+        return self.tmux("has-session", "-t", self.name).returncode == 0
+
+    def close(self) -> None:
+        self.tmux("kill-server")
+
+
 def screen_of(
     argv: list[str | Path], *, cwd: Path, env: dict[str, str], until: str, timeout: float = 60
 ) -> str:
-    """Run an interactive agent in a real terminal (a detached tmux session, 160x60), as a person would,
-    and return its screen and scrollback once `until` shows on it (or at `timeout`); the agent is then
-    ended. Skips without tmux."""
-    tmux = shutil.which("tmux")
-    if tmux is None:
-        pytest.skip("tmux is not installed: apt-get install tmux")
-    name = f"compactcli-{os.getpid()}-{time.monotonic_ns()}"
-    command = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *map(str, argv)])
-    subprocess.run(
-        [tmux, "new-session", "-d", "-s", name, "-x", "160", "-y", "60", "-c", str(cwd), command], check=True
-    )
-    screen = ""
-    try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            shown = subprocess.run(
-                [tmux, "capture-pane", "-p", "-S", "-500", "-t", name], capture_output=True, text=True
-            )
-            screen = shown.stdout if shown.returncode == 0 else screen
-            if until in screen:
-                break
-            time.sleep(0.5)
-    finally:
-        subprocess.run([tmux, "kill-session", "-t", name], capture_output=True)
-    return screen
+    """Run an interactive agent in a real terminal (160x60), as a person would, and return its screen and
+    scrollback once `until` shows on it (or at `timeout`); the agent is then ended. Skips without tmux."""
+    with tempfile.TemporaryDirectory() as folder:
+        terminal = Terminal(Path(folder), rows=60)
+        terminal.start(argv, cwd=cwd, env=env)
+        screen = ""
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                screen = terminal.screen(scrollback=500) or screen
+                if until in screen:
+                    break
+                time.sleep(0.5)
+        finally:
+            terminal.close()
+        return screen

@@ -17,7 +17,8 @@ HELP = """Check how much of what a summary replaced survives in it.
 From the part of ORIGINAL that SUMMARIZED replaced (the records SUMMARIZED does not carry verbatim,
 when it holds a compaction; else the whole original conversation) probe extracts file paths,
 commands, error lines, URLs, identifiers, numbers and the user's instructions, and looks each up
-anywhere in SUMMARIZED. It reports, per category and overall, the retention (survived / total) and
+anywhere in SUMMARIZED (in a pi or Qwen Code session, whose compaction is appended: from the last one
+on, what the agent resumes with). It reports, per category and overall, the retention (survived / total) and
 what is missing. Deterministic and offline: it works for digest and model summaries alike.
 Either file may be '-' (stdin). --min-retention R makes it a CI gate for summarizer prompts and
 models: exit 1 when the overall retention is below R.
