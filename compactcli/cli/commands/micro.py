@@ -57,7 +57,8 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
     PATHS are files, folders (searched for --glob) or '-' for stdin. Files are rewritten in place, the
     original archived first; stdin goes to stdout. A Claude Code record's toolUseResult copy of a
     cleared result is dropped; in a Codex rollout the UI's copy (exec_command_end output,
-    patch_apply_end stdout/stderr, matched by call_id) is cleared too.
+    patch_apply_end stdout/stderr, matched by call_id) is cleared too, as are Gemini CLI's
+    resultDisplay and, in Copilot CLI, detailedContent and a postToolUse hook's copy.
 
     Opt-in strategies (each idempotent, none breaks a tool_use/tool_result pair; the manifest names
     those that ran): --dedupe-reads clears a file's read result that a later read or write of that
