@@ -279,10 +279,11 @@ for i, response in results[: max(len(results) - KEEP, 0)]:
 
 # The same rule for a Copilot CLI events.jsonl: each tool.execution_complete is one result, paired with
 # its call by toolCallId; result.content (or a failure's error.message) is what the model is sent, and
-# the UI's copies in the same event (detailedContent, contents) are emptied with it.
+# the UI's copies in the same event (detailedContent, contents) are emptied with it, and so is the copy a
+# postToolUse hook.start was given (the next result of its tool with its very text).
 STDLIB_MICRO_COPILOT = stdlib_micro(
     """
-names, results = {}, []
+names, results, waiting, copies = {}, [], {}, {}
 for i, record in enumerate(records):
     data = record.get("data")
     if not isinstance(data, dict):
@@ -290,8 +291,20 @@ for i, record in enumerate(records):
     if record.get("type") == "assistant.message":
         for request in data.get("toolRequests") or ():
             names.setdefault(request.get("toolCallId"), str(request.get("name") or "unknown"))
+    elif record.get("type") == "hook.start" and data.get("hookType") == "postToolUse":
+        copy = data["input"]["toolResult"]
+        queue = waiting.setdefault(data["input"]["toolName"], [])
+        queue[:] = [*queue, copy][-16:]
     elif record.get("type") == "tool.execution_complete":
         results.append(data)
+        result, error = data.get("result"), data.get("error")
+        text = result.get("content") if isinstance(result, dict) else error.get("message")
+        queue = waiting.get(names.get(data.get("toolCallId")), [])
+        for copy in queue:
+            if copy["textResultForLlm"] == text:
+                queue.remove(copy)
+                copies[data.get("toolCallId")] = copy
+                break
 
 for data in results[: max(len(results) - KEEP, 0)]:
     result, error = data.get("result"), data.get("error")
@@ -311,12 +324,21 @@ for data in results[: max(len(results) - KEEP, 0)]:
                 result[field] = []
     else:
         error["message"] = placeholder
+    copy = copies.get(data.get("toolCallId"))
+    if copy is not None:  # the copy a postToolUse hook was given goes with it
+        copy["textResultForLlm"] = placeholder
+        for field in ("sessionLog", "contents", "binaryResultsForLlm"):
+            if isinstance(copy.get(field), str):
+                copy[field] = ""
+            elif isinstance(copy.get(field), list):
+                copy[field] = []
 """,
 )
 
 # The same rule for a Gemini CLI session: a model turn is upserted by id, and every version of it holds
 # its calls' results (toolCalls[].result: functionResponse parts), so the last `keep` calls are counted
-# once each and an older call's result is cleared in every version; notices and patches pass through.
+# once each and an older call's result is cleared in every version, with its text or styled lines for the
+# UI (resultDisplay); notices and patches pass through.
 STDLIB_MICRO_GEMINI = stdlib_micro(
     """
 order, found = [], {}
@@ -329,11 +351,11 @@ for record in records:
                 key = response.get("id") or call.get("id")
                 if key not in found:
                     order.append(key)
-                found.setdefault(key, []).append((str(call.get("name") or "unknown"), response))
+                found.setdefault(key, []).append((str(call.get("name") or "unknown"), response, call))
                 break
 
 for key in order[: max(len(order) - KEEP, 0)]:
-    for name, response in found[key]:
+    for name, response, call in found[key]:
         body = response.get("response")
         if isinstance(body, dict) and body.keys() == {"output"} and isinstance(body["output"], str):
             text = body["output"]
@@ -343,6 +365,9 @@ for key in order[: max(len(order) - KEEP, 0)]:
         if len(text) <= MIN_CHARS or name in PRESERVE or text == placeholder:
             continue
         response["response"] = {"output": placeholder}
+        display = call.get("resultDisplay")  # the UI's rendering of it: text or styled lines
+        if (isinstance(display, str) and display) or isinstance(display, list):
+            call["resultDisplay"] = placeholder
 """,
 )
 

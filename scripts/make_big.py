@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 DIALECTS = ("claude-code", "anthropic", "codex", "pi", "qwen-code", "copilot", "gemini-cli", "openai")
-GENERATOR_VERSION = 1  # bump when the output changes, so cached files are rebuilt
+GENERATOR_VERSION = 2  # bump when the output changes, so cached files are rebuilt
 # How lines are written: "compact" as orjson, Claude Code and Codex write them; "spaced" as Python's
 # json.dumps does by default (", " and ": ", non-ASCII escaped), as most Python agents write them.
 STYLES = ("compact", "spaced")
@@ -667,7 +667,9 @@ class _CopilotMaker(_Maker):
     """A Copilot CLI events.jsonl: `{type, data, id, timestamp, parentId}` events. Each assistant message
     carries its `toolRequests`; each call has a `tool.execution_start` and a `tool.execution_complete` whose
     `result.content` is what the model is sent and `detailedContent` the UI's copy (a failure: `success`
-    false and `error.message`); turns are framed by `assistant.turn_start`/`turn_end` and usage records."""
+    false and `error.message`), a successful one preceded by a postToolUse hook's `hook.start` (with its
+    copy of the result) and `hook.end`; turns are framed by `assistant.turn_start`/`turn_end` and usage
+    records."""
 
     def __init__(self, dialect: str, seed: int) -> None:
         super().__init__("anthropic", seed)
@@ -734,6 +736,12 @@ class _CopilotMaker(_Maker):
             else:
                 detail = text if request["name"] in ("bash", "view") else self.slice(300)
                 fields.update(success=True, result={"content": text, "detailedContent": detail})
+                # A postToolUse hook's run, given a copy of the result (whole, as Copilot 1.0.10 writes it).
+                hook = {"toolName": request["name"], "toolArgs": request.get("arguments", {})}
+                hook["toolResult"] = {"textResultForLlm": text, "resultType": "success", "sessionLog": detail}
+                invocation = {"hookInvocationId": self.uuid(), "hookType": "postToolUse"}
+                yield self.event("hook.start", {**invocation, "input": hook})
+                yield self.event("hook.end", {**invocation, "success": True})
             yield self.event("tool.execution_complete", fields)
         yield self.event("assistant.turn_end", {"turnId": turn})
 

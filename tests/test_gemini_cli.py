@@ -276,3 +276,16 @@ def test_scan_is_tool_uses_and_tool_results_in_one_read():
             GEMINI_CLI.tool_results(record),
         )
     assert any(GEMINI_CLI.scan(record)[1] for record in odd)
+
+
+def test_with_truncate_the_rendering_shows_what_the_model_keeps(tmp_path):
+    old = call("c0")
+    old["resultDisplay"] = ANSI
+    later = [gemini(f"g{n}", "", [call(f"c{n}")]) for n in range(1, 4)]
+    path = write(tmp_path / "s.jsonl", [HEADER, user("u", "go"), gemini("g0", "", [old]), *later])
+    run = run_cli("micro", "--truncate", "10:10", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    (cleared,) = json.loads(path.read_text().splitlines()[2])["toolCalls"]
+    kept = cleared["result"][0]["functionResponse"]["response"]["output"]
+    assert kept.startswith("x" * 10) and "characters truncated" in kept and len(kept) < 100
+    assert cleared["resultDisplay"] == kept

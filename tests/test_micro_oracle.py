@@ -32,7 +32,7 @@ RULES = st.builds(
 )
 
 
-@pytest.mark.parametrize("dialect", (*reference.DIALECTS, "qwen-code"))
+@pytest.mark.parametrize("dialect", (*reference.DIALECTS, "qwen-code", "copilot"))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_micro_clears_what_the_reference_model_clears(dialect: str, data) -> None:
@@ -60,7 +60,7 @@ def test_micro_clears_what_the_reference_model_clears(dialect: str, data) -> Non
         assert check.exit_code == 0, check.output
 
 
-@pytest.mark.parametrize("dialect", (*reference.DIALECTS, "qwen-code"))
+@pytest.mark.parametrize("dialect", (*reference.DIALECTS, "qwen-code", "copilot"))
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_at_most_keep_results_means_no_change(dialect: str, data) -> None:

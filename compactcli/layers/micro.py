@@ -158,6 +158,11 @@ def content_chars(content: object) -> int:
     return 0
 
 
+# Copies of one tool that wait for their result at once, at most (the oldest goes first): Copilot writes
+# a hook's copy right before the result's own event (docs/design.md, "micro and estimate").
+_UNNAMED_WAITING = 16
+
+
 def _digest(content: object) -> bytes:
     """A short fingerprint of a tool output: a copy is matched to its result without keeping either."""
     data = content if isinstance(content, str) else json.dumps(content, sort_keys=True, ensure_ascii=False)
@@ -175,8 +180,8 @@ class MicroIndex:
     copies: dict[str, list[int]] = field(default_factory=dict)
     copy_count: int = 0
     # Copies that name no call (Dialect.unnamed_result_copy), until the result they repeat is seen:
-    # tool name -> digest of the output -> their lines, oldest first.
-    _unnamed: dict[str, dict[bytes, deque[int]]] = field(default_factory=dict, init=False, repr=False)
+    # tool name -> (digest of the output, line), oldest first; a few per tool, so memory stays flat.
+    _unnamed: dict[str, deque[tuple[bytes, int]]] = field(default_factory=dict, init=False, repr=False)
 
     placeholder: str = DEFAULT_PLACEHOLDER
     truncate: Cut | None = None
@@ -211,8 +216,10 @@ class MicroIndex:
                 self.copy_count += 1
             unnamed = self.dialect.unnamed_result_copy(record)
             if unnamed is not None:
-                waiting = self._unnamed.setdefault(unnamed[0], {})
-                waiting.setdefault(_digest(unnamed[1]), deque()).append(line)
+                waiting = self._unnamed.get(unnamed[0])
+                if waiting is None:
+                    waiting = self._unnamed[unnamed[0]] = deque(maxlen=_UNNAMED_WAITING)
+                waiting.append((_digest(unnamed[1]), line))
                 self.copy_count += 1  # its line is one micro may change
         if not results:
             return []
@@ -241,9 +248,14 @@ class MicroIndex:
     def _match_unnamed(self, tool_use_id: str | None, content: object) -> None:
         """A result takes the oldest waiting copy of the same tool with the same output."""
         waiting = self._unnamed.get(self.tool_names.get(tool_use_id or "", ""))
-        lines = waiting.get(_digest(content)) if waiting else None
-        if lines and tool_use_id is not None:
-            self.copies.setdefault(tool_use_id, []).append(lines.popleft())
+        if not waiting or tool_use_id is None:
+            return
+        digest = _digest(content)
+        for position, (copied, line) in enumerate(waiting):
+            if copied == digest:
+                del waiting[position]
+                self.copies.setdefault(tool_use_id, []).append(line)
+                return
 
     def follow(self, lines: list[int]) -> None:
         """Put each conversation's results in the order of `lines` (the dialect's conversation order,

@@ -432,6 +432,18 @@ def micro(records: list[dict], dialect: str, rules: MicroRules) -> tuple[list[di
             payload[name] = cleared[call] if position == 0 else ""
         if out[line] != record:
             changed.add(line)
+    # Copilot: the copy a postToolUse hook was given goes with the result it copies, the same way.
+    for line, call in (copilot_hook_copies(records) if dialect == "copilot" else {}).items():
+        if call not in cleared:
+            continue
+        copy_ = out[line]["data"]["input"]["toolResult"]
+        for name in COPILOT_HOOK_UI_FIELDS:
+            if name == "textResultForLlm":
+                copy_[name] = cleared[call]
+            elif name in copy_:
+                copy_[name] = "" if isinstance(copy_[name], str) else []
+        if out[line] != record:
+            changed.add(line)
     return out, changed
 
 

@@ -769,7 +769,8 @@ COPILOT_TOOLS = ("view", "bash", "edit", "grep", "create")
 def _copilot(draw: st.DrawFn) -> list[dict[str, Any]]:
     """A Copilot CLI events.jsonl: session.start, a system message, user messages with their
     transformedContent, assistant messages with toolRequests, each call's execution start and complete
-    (result.content and the UI's detailedContent, some failed), usage records and turn boundaries."""
+    (result.content and the UI's detailedContent, some failed; some after a postToolUse hook's run, given
+    a copy of the result), usage records and turn boundaries."""
     salt = draw(st.integers(0, 2**32 - 1))
     events: list[dict[str, Any]] = []
 
@@ -808,6 +809,17 @@ def _copilot(draw: st.DrawFn) -> list[dict[str, Any]]:
                 add("tool.execution_start", {**call, "arguments": request["arguments"]})
                 output = draw(sized_text())
                 done = {**call, "success": draw(st.booleans())}
+                if draw(st.booleans()):  # a postToolUse hook ran, given a copy of the result
+                    copy = {"textResultForLlm": output, "resultType": "success", "sessionLog": output}
+                    hook = {"toolName": request["name"], "toolArgs": request["arguments"], "toolResult": copy}
+                    add(
+                        "hook.start",
+                        {"hookInvocationId": f"h{calls}", "hookType": "postToolUse", "input": hook},
+                    )
+                    add(
+                        "hook.end",
+                        {"hookInvocationId": f"h{calls}", "hookType": "postToolUse", "success": True},
+                    )
                 add(
                     "tool.execution_complete",
                     done | {"result": {"content": output, "detailedContent": output}},

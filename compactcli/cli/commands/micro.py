@@ -71,7 +71,8 @@ Examples:
 DETAILS = """
 A Claude Code record's toolUseResult copy of a cleared result is dropped; in a Codex rollout the
 UI's copy (exec_command_end output, patch_apply_end stdout/stderr, matched by call_id) is cleared
-too. A result whose content is a list of blocks is kept unless --clear-multimodal.
+too, as are Gemini CLI's resultDisplay and, in Copilot CLI, detailedContent and a postToolUse
+hook's copy. A result whose content is a list of blocks is kept unless --clear-multimodal.
 
 Opt-in strategies (each idempotent, none breaks a tool_use/tool_result pair; the manifest names
 those that ran): --dedupe-reads clears a file's read result that a later read or write of that
