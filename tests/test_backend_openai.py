@@ -482,6 +482,9 @@ def test_the_responses_api_gets_the_instructions_and_the_fenced_redacted_transcr
     # (at least the items without their ids; an estimate of the text alone would be a few tokens)
     assert stats["output_tokens"] >= len(json.dumps([message("THE RESPONSES SUMMARY")])) // 4
     assert stats["tokens_from"] == "server" and stats["backend"] == "openai"
+    manifest = (archive.parent / "manifest.jsonl").read_text().splitlines()
+    options = json.loads(manifest[-1])["options"]
+    assert options["openai_api"] == "responses" and options["base_url"] == responses.url
 
 
 def test_the_streamed_text_deltas_make_the_summary(responses: FakeResponses, tmp_path: Path) -> None:

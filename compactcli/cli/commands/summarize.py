@@ -441,6 +441,7 @@ def _manifest_options(
         "backend": summarizer.name,
         "model": getattr(summarizer, "model", None),
         "base_url": getattr(getattr(summarizer, "backend", None), "base_url", None),
+        "openai_api": getattr(getattr(summarizer, "backend", None), "api", None),  # chat or responses
         "focus": options.focus,
         "summary_tokens": settings.summary_tokens,
         "max_input_tokens": settings.max_input_tokens,
