@@ -78,21 +78,36 @@ def test_the_page_fits_the_window(report, tmp_path, width):
     assert measured["right"] <= width
 
 
-def test_the_screenshot_shows_the_pages_structure(report, tmp_path):
-    from PIL import Image, ImageOps
+def _screenshot(report: Path, folder: Path, attempt: int):
+    from PIL import Image
 
-    shot = tmp_path / "page.png"
-    done = chromium(report, tmp_path / "profile", "--window-size=1280,1800", f"--screenshot={shot}")
+    shot = folder / f"page-{attempt}.png"
+    done = chromium(report, folder / f"profile-{attempt}", "--window-size=1280,1800", f"--screenshot={shot}")
     assert done.returncode == 0, done.stderr
-    image = Image.open(shot).convert("RGB")
+    return Image.open(shot).convert("RGB")
+
+
+def _margins(image) -> tuple[int, int]:
+    from PIL import ImageOps
+
+    left, _, right, _ = ImageOps.invert(image).getbbox()  # the box around everything not white
+    return left, image.size[0] - right
+
+
+def test_the_screenshot_shows_the_pages_structure(report, tmp_path):
+    image = _screenshot(report, tmp_path, 1)
+    if min(_margins(image)) < 40:
+        # Under load headless Chromium has once laid the page out at its default width before the
+        # --window-size one: shot again, once, before failing.
+        image = _screenshot(report, tmp_path, 2)
     assert image.size == (1280, 1800)
     colours = {colour for _, colour in image.getcolors(maxcolors=1 << 20)}
     inked = sum(count for count, colour in image.getcolors(maxcolors=1 << 20) if colour != (255, 255, 255))
     assert inked > 0.02 * 1280 * 1800  # text, rules and bars: not a blank page
     assert {TEXT, TOOL_INPUTS, TOOL_RESULTS} <= colours  # the stacked bars of where the tokens go
     # The body is centred at most 72em wide: the margins on either side stay empty.
-    left, _, right, _ = ImageOps.invert(image).getbbox()
-    assert left >= 40 and right <= 1280 - 40 and abs(left - (1280 - right)) <= 2, (left, right)
+    left, right = _margins(image)
+    assert left >= 40 and right >= 40 and abs(left - right) <= 2, (left, right)
 
 
 def test_no_request_leaves_the_page(report, tmp_path):
