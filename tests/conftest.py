@@ -12,7 +12,7 @@ from helpers.fakeopenai import FakeOpenAI
 
 # Modules that start real agent CLIs, storage emulators or a cluster (each skips with its reason when
 # what it needs is absent). A new agent's tier, tests/test_agents_<agent>.py, is slow by its name.
-SLOW_MODULES = ("test_agents_", "test_object_store", "test_distributed")
+SLOW_MODULES = ("test_agents_", "test_object_store", "test_distributed", "test_browser_")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

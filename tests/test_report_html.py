@@ -9,7 +9,7 @@ from pathlib import Path
 
 from helpers.cli import run_cli
 from helpers.files import write_jsonl
-from helpers.html_page import number, read_page
+from helpers.html_page import SECTIONS, number, read_page
 from helpers.sessions import tool_calls
 
 from compactcli.core.constants import UNDER
@@ -17,14 +17,6 @@ from compactcli.core.errors import OK
 from compactcli.report import Outcome
 from compactcli.report.estimate import added_up
 from compactcli.report.html import by_tool, counted, heaviest, page, savings
-
-SECTIONS = {
-    "sessions": "Sessions by size",
-    "categories": "Where the tokens go",
-    "tools": "The heaviest tool results micro would clear, by tool",
-    "savings": "What micro and summarize would save (heuristic tokens)",
-    "archives": "Archives",
-}
 
 
 def _outcome(

@@ -7,7 +7,7 @@ import tempfile
 from typing import BinaryIO
 
 from compactcli.core.constants import NO_USAGE, NO_USAGE_TEXT, OVER, UNDER
-from compactcli.core.errors import CHECK_FAILED, OK
+from compactcli.core.errors import CHECK_FAILED, OK, CompactError
 from compactcli.dialects import Dialect
 from compactcli.dialects.base import RecordOrder
 from compactcli.layers.estimate import is_over, share
@@ -80,8 +80,8 @@ def estimate_stream(
         stats["top"] = [item.to_json() for item in counter.top]
     if savings:
         stats["savings"] = {
-            "micro": after_micro(source, path, dialect, micro or MicroOptions(), on_invalid),
-            "summarize": after_summarize(source, path, dialect, on_invalid),
+            "micro": _saving(after_micro, source, path, dialect, micro or MicroOptions(), on_invalid),
+            "summarize": _saving(after_summarize, source, path, dialect, on_invalid),
         }
     if max_tokens is not None:
         stats["max_tokens"] = max_tokens
@@ -181,6 +181,14 @@ def _left_after(edit, source: BinaryIO, path: str, dialect: str) -> int | None:
     finally:
         edit.close()
     return counted.stats.get("tokens")
+
+
+def _saving(figure, *args) -> dict:
+    """`figure(*args)`, or why the command would fail on the file: the count estimate made stands."""
+    try:
+        return figure(*args)
+    except CompactError as err:
+        return {"reason": f"it would fail: {err}"}
 
 
 def after_micro(

@@ -53,3 +53,13 @@ def read_page(text: str) -> tuple[dict[str, str], dict[str, list[list[list[str]]
 def number(cell: str) -> int:
     """The leading figure of a cell such as `1,234` or `400 (10%)`."""
     return int(cell.split()[0].replace(",", ""))
+
+
+# The page's sections: h2 id -> heading, in order.
+SECTIONS = {
+    "sessions": "Sessions by size",
+    "categories": "Where the tokens go",
+    "tools": "The heaviest tool results micro would clear, by tool",
+    "savings": "What micro and summarize would save (heuristic tokens)",
+    "archives": "Archives",
+}
