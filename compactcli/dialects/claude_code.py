@@ -565,7 +565,7 @@ class _Chain:
         parts = self.parts
         # Each part where it changes (-1, the first record's "before", is no hash).
         runs = compress(parts, map(ne, parts, itertools.chain((-1,), parts)))
-        return _has_repeats([part for part in runs if part not in _NOT_RESPONSES])
+        return _has_repeats(array("q", itertools.filterfalse(_NOT_RESPONSES.__contains__, runs)))
 
     def _forward(self, named: list[tuple[int, int]]) -> list[int] | range:
         """The branch where every parent comes before its child, by stretches: a stretch starts where a
@@ -678,18 +678,18 @@ class _Chain:
 
 def _has_repeats(hashes: array | list[int]) -> bool:
     """Whether a value comes twice, without a set of every value (at the end of a long file, that set
-    would be the largest thing held): a table of a byte per slot, 8 to 16 slots a value, passes on only
-    the values whose slot is taken (about one in ten), and only those are compared exactly."""
-    size = 1 << (8 * len(hashes)).bit_length()
-    mask = size - 1
-    slots = bytearray(size)
+    would be the largest thing held): a table of one bit per slot, 16 to 32 slots a value, passes on
+    only the values whose slot is taken (about one in twenty), and only those are compared exactly."""
+    mask = (1 << (16 * len(hashes)).bit_length()) - 1
+    bits = bytearray((mask >> 3) + 1)
     maybe = set()
     for value in hashes:
         slot = value & mask
-        if slots[slot]:
+        bit = 1 << (slot & 7)
+        if bits[slot >> 3] & bit:
             maybe.add(value)
         else:
-            slots[slot] = 1
+            bits[slot >> 3] |= bit
     if not maybe:
         return False
     seen: set[int] = set()
