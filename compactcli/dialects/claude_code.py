@@ -676,10 +676,16 @@ class _Chain:
         return out
 
 
+_SET_UP_TO = 1 << 16  # values; a set of this many holds about 5 MB
+
+
 def _has_repeats(hashes: array | list[int]) -> bool:
-    """Whether a value comes twice, without a set of every value (at the end of a long file, that set
-    would be the largest thing held): a table of one bit per slot, 16 to 32 slots a value, passes on
-    only the values whose slot is taken (about one in twenty), and only those are compared exactly."""
+    """Whether a value comes twice, without a set of every value where there are many (at the end of a
+    long file, that set would be the largest thing held): a table of one bit per slot, 16 to 32 slots a
+    value, passes on only the values whose slot is taken (about one in twenty), and only those are
+    compared exactly."""
+    if len(hashes) <= _SET_UP_TO:  # a set is faster, and small at this size
+        return len(set(hashes)) != len(hashes)
     mask = (1 << (16 * len(hashes)).bit_length()) - 1
     bits = bytearray((mask >> 3) + 1)
     maybe = set()

@@ -171,7 +171,11 @@ class Facts:
         return ResultFact(line, slot, self.ids[at], bool(flags & 1), chars, text, bool(flags & 2))
 
     def __iter__(self) -> Iterator[ResultFact]:
-        return map(self.__getitem__, range(len(self.lines)))
+        texts = self.texts
+        columns = zip(self.lines, self.slots, self.ids, self.flags, self.chars, strict=True)
+        for at, (line, slot, use_id, flags, chars) in enumerate(columns):
+            text = texts.get(at) if texts else None
+            yield ResultFact(line, slot, use_id, bool(flags & 1), chars, text, bool(flags & 2))
 
     def __reversed__(self) -> Iterator[ResultFact]:
         return map(self.__getitem__, range(len(self.lines) - 1, -1, -1))
