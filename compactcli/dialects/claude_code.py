@@ -444,6 +444,11 @@ _NOT_RESPONSES = frozenset({_NONE, _PROMPT, _NO_MESSAGE})
 _BEFORE = object()  # a parent named as "the record before": a compaction, or a record naming no parent
 
 
+# The arrays of hashes: C longs where they hold 64 bits (a hash goes in without the slower conversion of
+# a long long), else long longs.
+_HASHES = "l" if array("l").itemsize == 8 else "q"
+
+
 class _Chain:
     """One conversation's records in file order: per position, its line, offset, uuid (`line:N` for a
     message record without one) and part (`parts`); the parent of the records that do not name the
@@ -460,8 +465,8 @@ class _Chain:
         # Machine integers, not int objects: two per record of a long transcript, kept to the end.
         self.lines = array("q")
         self.offsets = array("q")
-        self.uuids = array("q")
-        self.parts = array("q")
+        self.uuids = array(_HASHES)
+        self.parts = array(_HASHES)
         self.named: dict[int, object] = {}
         self.last: str | None = None
         self.opened: int | None = (
@@ -565,7 +570,7 @@ class _Chain:
         parts = self.parts
         # Each part where it changes (-1, the first record's "before", is no hash).
         runs = compress(parts, map(ne, parts, itertools.chain((-1,), parts)))
-        return _has_repeats(array("q", itertools.filterfalse(_NOT_RESPONSES.__contains__, runs)))
+        return _has_repeats(array(_HASHES, itertools.filterfalse(_NOT_RESPONSES.__contains__, runs)))
 
     def _forward(self, named: list[tuple[int, int]]) -> list[int] | range:
         """The branch where every parent comes before its child, by stretches: a stretch starts where a
