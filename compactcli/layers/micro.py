@@ -173,9 +173,12 @@ class Facts:
     def __iter__(self) -> Iterator[ResultFact]:
         texts = self.texts
         columns = zip(self.lines, self.slots, self.ids, self.flags, self.chars, strict=True)
+        if not texts:  # the common case, read for every result of a file: no lookup
+            for line, slot, use_id, flags, chars in columns:
+                yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, None, flags & 2 != 0)
+            return
         for at, (line, slot, use_id, flags, chars) in enumerate(columns):
-            text = texts.get(at) if texts else None
-            yield ResultFact(line, slot, use_id, bool(flags & 1), chars, text, bool(flags & 2))
+            yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, texts.get(at), flags & 2 != 0)
 
     def __reversed__(self) -> Iterator[ResultFact]:
         return map(self.__getitem__, range(len(self.lines) - 1, -1, -1))
