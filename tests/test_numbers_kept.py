@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+import orjson
+from helpers.cli import run_cli
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -34,9 +34,7 @@ def test_micro_keeps_every_number_literal_on_the_lines_it_changes(tmp_path: Path
     path = tmp_path / "t.jsonl"
     original = transcript_with(LITERALS)
     path.write_bytes(original)
-    run = subprocess.run(
-        [sys.executable, "-m", "compactcli", "micro", str(path)], capture_output=True, text=True
-    )
+    run = run_cli("micro", path, text=True)
     assert run.returncode == 0, run.stderr
     new = path.read_bytes().splitlines()
     changed = [line for line, old in zip(new, original.splitlines(), strict=True) if line != old]
@@ -88,3 +86,31 @@ def test_digits_inside_strings_do_not_change_a_line_without_numbers() -> None:
     value, slow = jsonio.loads(raw)
     value["text"] = "new"
     assert jsonio.dumps_like(value, raw, slow) == raw.replace(b'"old"', b'"new"')
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.sampled_from(list('0123456789.eE+-:,[]{}"\\ xZ\n')), max_size=30),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=5), children, max_size=5)
+    ),
+    max_leaves=20,
+)
+
+
+@given(value=JSON_VALUES)
+def test_the_float_check_on_the_sketch_finds_every_float_the_full_search_finds(value: object) -> None:
+    # The sketch only skips the full search where it cannot match: same answer on any value's text,
+    # strings full of digits, dots, exponents and separators included.
+    compact = orjson.dumps(value)
+    assert jsonio.holds_float(compact) == (jsonio._FLOAT_OUT.search(compact) is not None)
+
+
+def test_the_float_check_tells_a_float_from_a_timestamp_and_from_digits_in_text() -> None:
+    assert jsonio.holds_float(b'{"a":[1,2.5]}')
+    assert jsonio.holds_float(b'{"a":-1e-07}')
+    assert jsonio.holds_float(b'{"a":1.5e+300,"b":1}')
+    assert not jsonio.holds_float(b'{"t":"2026-01-21T06:21:47.327Z","n":12}')

@@ -30,6 +30,24 @@ _RISKY_NUMBER = re.compile(rb"[:,\[][ \t\r\n]*-?(?:[0-9]{16}|[0-9.]{18}|[0-9][0-
 # A float as orjson writes it (always with "." or "e"; compact, so right after `:`, `,` or `[` and
 # right before `,`, `}` or `]`). A line whose new value holds no float holds no literal a double changed.
 _FLOAT_OUT = re.compile(rb"[:,\[]-?[0-9]+(?:\.[0-9]+(?:e[+-]?[0-9]+)?|e[+-]?[0-9]+)[,}\]]")
+# The same search, first on a sketch of the line: its digits deleted, the bytes around a number mapped to
+# classes (`:,[]}` to `:`, `.e` to `.`, `+-` to `-`, the rest to `x`). Every float of _FLOAT_OUT leaves
+# `:-?\.\.?-?:` there, and the sketch has few places where such a match can start, so the regex over it
+# runs several times faster than _FLOAT_OUT over the line (a timestamp's `:47.327Z` leaves `:.x`). Only
+# where the sketch matches is the line itself searched.
+_SKETCH = bytes(
+    ord(":") if byte in b":,[]}" else ord(".") if byte in b".e" else ord("-") if byte in b"+-" else ord("x")
+    for byte in range(256)
+)
+_DIGITS = b"0123456789"
+_FLOAT_SKETCH = re.compile(rb":-?\.\.?-?:")
+
+
+def holds_float(compact: bytes) -> bool:
+    """Whether orjson's (compact) text of a value holds a float."""
+    return _FLOAT_SKETCH.search(compact.translate(_SKETCH, _DIGITS)) is not None and (
+        _FLOAT_OUT.search(compact) is not None
+    )
 
 
 class Number(float):
@@ -126,7 +144,7 @@ def dumps_like(value: Any, raw: bytes, needed_stdlib: bool = False) -> bytes:
     # A spaced line is written by the stdlib, but the scan reads orjson's compact text of the new value
     # all the same: far cheaper than scanning the whole original line (docs/design.md, "Lossless").
     probe = out if out is not None or numbers else _compact_or_float(value)
-    if not numbers and _FLOAT_OUT.search(probe) and _RISKY_NUMBER.search(raw):
+    if not numbers and holds_float(probe) and _RISKY_NUMBER.search(raw):
         value = _put_back_numbers(value, json.loads(raw, parse_float=_parse_float, parse_int=_parse_int))
         numbers = True
     if out is not None and not numbers:

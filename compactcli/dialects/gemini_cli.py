@@ -170,6 +170,16 @@ def _results(record: dict, base: int = 0) -> list[ToolResult]:
     return found
 
 
+def clear_display(call: dict, content: object) -> None:
+    """The UI's rendering of a cleared output (`resultDisplay`: the text, or a shell's lines of styled
+    tokens) would keep it: it shows what the model is now sent. An object stays: Gemini CLI reads state
+    from it (an edit's file diff, which /rewind reverts the file with; the todo list; a sub-agent's
+    progress), docs/design.md, "Gemini CLI sessions"."""
+    display = call.get("resultDisplay")
+    if (isinstance(display, str) and display) or isinstance(display, list):
+        call["resultDisplay"] = content
+
+
 class UpsertOrder:
     """The records of the history Gemini CLI loads, in its order: each message id where it first stood
     (since the last checkpoint or rewind), read at its last version. Fed to micro (`add_scan`), every
@@ -249,6 +259,32 @@ class GeminiCliDialect(Dialect):
                 if gp.given_id(call):
                     yield ToolUse(call["id"], gp.name_of(call))
 
+    def scan(self, record: dict) -> Scan:
+        # micro's first pass asks this of every record: one read of the record, not tool_uses' and
+        # tool_results' each (a checkpoint, rare, is left to them).
+        patch = record.get(SET)
+        if patch is not None and checkpoint(record) is not None:
+            return list(self.tool_uses(record)), self.tool_results(record)
+        kind = record.get("type")
+        content = record.get("content")
+        parts = gp.part_list(content) if content is not None else []
+        uses = [ToolUse(call["id"], gp.name_of(call)) for _, call in gp.calls(parts) if gp.given_id(call)]
+        if kind == "user":
+            results = [
+                ToolResult(gp.given_id(response), index, gp.response_content(response))
+                for index, response in gp.responses(parts)
+            ]
+            return uses, results
+        calls = tool_calls(record)
+        if not calls:
+            return uses, []
+        own = [
+            ToolUse(call["id"], str(call.get("name") or "unknown"))
+            for call in calls
+            if isinstance(call.get("id"), str)
+        ]
+        return own + uses, _results(record)
+
     def tool_results(self, record: dict) -> list[ToolResult]:
         messages = checkpoint(record)
         if messages is None:
@@ -263,6 +299,7 @@ class GeminiCliDialect(Dialect):
             gp.clear_response(gp.part_list(holder.get("content"))[index]["functionResponse"], str(content))
             return
         call = tool_calls(holder)[index]
+        clear_display(call, content)
         result = call.get("result")
         if isinstance(result, str):
             call["result"] = content

@@ -9,9 +9,12 @@ them in one record. The opt-in strategies (docs/design.md, "Micro strategies") k
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import re
 import sys
 from array import array
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -205,6 +208,12 @@ def content_chars(content: object) -> int:
     return 0
 
 
+def _digest(content: object) -> bytes:
+    """A short fingerprint of a tool output: a copy is matched to its result without keeping either."""
+    data = content if isinstance(content, str) else json.dumps(content, sort_keys=True, ensure_ascii=False)
+    return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 @dataclass
 class MicroIndex:
     """What one pass over a transcript needs to remember to decide what micro clears."""
@@ -215,6 +224,9 @@ class MicroIndex:
     # Lines of records that repeat a result for the UI (Codex exec_command_end), by tool use id.
     copies: dict[str, list[int]] = field(default_factory=dict)
     copy_count: int = 0
+    # Copies that name no call (Dialect.unnamed_result_copy), until the result they repeat is seen:
+    # tool name -> digest of the output -> their lines, oldest first.
+    _unnamed: dict[str, dict[bytes, deque[int]]] = field(default_factory=dict, init=False, repr=False)
 
     placeholder: str = DEFAULT_PLACEHOLDER
     truncate: Cut | None = None
@@ -247,8 +259,16 @@ class MicroIndex:
             for use_id in self.dialect.result_copies(record):
                 self.copies.setdefault(use_id, []).append(line)
                 self.copy_count += 1
+            unnamed = self.dialect.unnamed_result_copy(record)
+            if unnamed is not None:
+                waiting = self._unnamed.setdefault(unnamed[0], {})
+                waiting.setdefault(_digest(unnamed[1]), deque()).append(line)
+                self.copy_count += 1  # its line is one micro may change
         if not results:
             return []
+        if self._unnamed:
+            for result in results:
+                self._match_unnamed(result.tool_use_id, result.content)
         facts = self.results.get(conversation)
         if facts is None:
             facts = self.results[conversation] = Facts()
@@ -267,6 +287,13 @@ class MicroIndex:
             facts.append(fact)
             added.append(fact)
         return added
+
+    def _match_unnamed(self, tool_use_id: str | None, content: object) -> None:
+        """A result takes the oldest waiting copy of the same tool with the same output."""
+        waiting = self._unnamed.get(self.tool_names.get(tool_use_id or "", ""))
+        lines = waiting.get(_digest(content)) if waiting else None
+        if lines and tool_use_id is not None:
+            self.copies.setdefault(tool_use_id, []).append(lines.popleft())
 
     def follow(self, lines: list[int]) -> None:
         """Put each conversation's results in the order of `lines` (the dialect's conversation order,
