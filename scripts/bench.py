@@ -35,6 +35,11 @@ changed line keeps its style, so the two cost micro differently.
     .venv/bin/python scripts/bench.py --mb 100 [--dialect all] [--style both] [--workdir DIR] [--repeat 3]
         [--profile]
     .venv/bin/python scripts/bench.py --many-files 20000 --workers 2   (see bench_cluster.py)
+    .venv/bin/python scripts/bench.py --no-speed --cron-files 0 --no-startup --results 300000,1000000
+
+--results: peak RSS of micro and summarize --backend digest (-o FILE) on Claude Code files with that many
+tool results (short outputs, generated once into --workdir), against TARGET_RSS_BY_RESULTS and beside the
+parse-only loop's on the same file.
 """
 
 from __future__ import annotations
@@ -70,6 +75,10 @@ TARGET_SECOND_RUN_VS_WALK = 3.0  # second cron run over unchanged files / os.wal
 TARGET_JOBS_SPEEDUP = 1.5  # -j4 over -j1 on many small files, where there are 4 cores
 TARGET_HELP_VS_IMPORT = 2.0  # compactcli --help / python -c "import click, json", at most
 TARGET_CHAIN_COST = 0.05  # micro -o FILE on Claude Code: chain view on / off - 1, at most
+# Peak RSS (MB) of micro -o FILE and summarize --backend digest -o FILE on a generated Claude Code file with
+# that many tool results (--results): memory follows the number of results, so it has a goal of its own.
+TARGET_RSS_BY_RESULTS = {300_000: 150.0, 1_000_000: 300.0}
+RESULT_OUTPUTS = (101, 400)  # short tool outputs (each over micro's --min-chars): many results per MB
 
 # micro -o FILE with Claude Code's chain view off: the CLI in this child, records in file order.
 MICRO_FILE_ORDER = """
@@ -759,6 +768,60 @@ def _line(v: dict) -> str:
     return f"{verdict}  {v['command']:30s} {v['target']:40s} wall {v['value']:8.2f}  CPU {v['cpu']:8.2f}"
 
 
+# ---------------------------------------------------------------- memory per tool result
+
+
+def results_file(workdir: Path, results: int, seed: int) -> Path:
+    """A Claude Code file with `results` tool results, made once per count, seed and generator version."""
+    low, high = RESULT_OUTPUTS
+    name = f"claude-code-{results}results-{low}-{high}-seed{seed}-v{make_big.GENERATOR_VERSION}.jsonl"
+    path = workdir / name
+    if path.exists():
+        print(f"reusing {path} ({path.stat().st_size / 1e6:.1f} MB)", flush=True)
+        return path
+    partial = path.with_suffix(".partial")
+    start = time.perf_counter()
+    lines = make_big.generate(partial, 0, "claude-code", seed, results=results, outputs=RESULT_OUTPUTS)
+    partial.rename(path)
+    took = time.perf_counter() - start
+    print(f"generated {path}: {path.stat().st_size / 1e6:.1f} MB, {lines:,} lines in {took:.1f}s", flush=True)
+    return path
+
+
+def bench_memory(counts: list[int], base: Path, cli: list[str], python: str, seed: int, repeat: int) -> dict:
+    """Peak RSS of micro and summarize --backend digest (-o FILE) by number of tool results, against the
+    limit for that count and against the parse-only loop measured on the same file in the same run
+    (what reading every line costs at least)."""
+    rows, verdicts = [], []
+    for count in counts:
+        print(f"\n=== memory: Claude Code, {count:,} tool results ===", flush=True)
+        src = results_file(base, count, seed)
+        work = base / f"run-memory-{count}"
+        work.mkdir(exist_ok=True)
+        cases = [
+            Case("micro -o FILE", [*cli, "micro", "-q", str(src), "-o", str(work / "micro.jsonl")]),
+            Case(
+                "summarize --backend digest -o FILE",
+                [*cli, "summarize", "-q", "--backend", "digest", str(src), "-o", str(work / "summary.jsonl")],
+            ),
+            Case("parse-only loop", [python, "-c", PARSE_ONLY_LOOP, str(src), str(work / "parse-only.out")]),
+        ]
+        measure(cases, repeat, work)
+        shutil.rmtree(work, ignore_errors=True)
+        floor = max(s.rss_mb for s in cases[-1].samples)
+        limit = TARGET_RSS_BY_RESULTS.get(count)
+        for case in cases[:-1]:
+            rss = max(s.rss_mb for s in case.samples)
+            row = {"results": count, "bytes": src.stat().st_size, "command": case.name, "rss_mb": rss}
+            row.update(floor_rss_mb=floor, vs_parse_only=rss / floor, limit_mb=limit)
+            rows.append(row)
+            print(f"  {case.name:36s} peak RSS {rss:7.1f} MB ({rss / floor:.2f}x parse-only, {floor:.1f} MB)")
+            if limit is not None:
+                label = f"peak RSS <= {limit:g} MB ({count:,} results)"
+                verdicts.append(_verdict(case.name, label, rss, None, rss <= limit, "memory"))
+    return {"rows": rows, "targets": verdicts}
+
+
 # ---------------------------------------------------------------- start-up
 
 
@@ -873,6 +936,7 @@ def profile(cli_python: str, src: Path, work: Path) -> None:
 def all_targets(results: dict) -> list[dict]:
     """Each target of the run against its measured ratio, printed as one table."""
     verdicts = [dict(v, dialect=d["dialect"]) for d in results["dialects"] for v in d["targets"]]
+    verdicts += results.get("memory", {}).get("targets", [])
     cron = results.get("cron")
     if cron:
         m, c = cron["medians"], cron["cpu_medians"]
@@ -962,6 +1026,14 @@ def main() -> int:
     parser.add_argument("--no-startup", action="store_true", help="skip the start-up checks")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument(
+        "--results",
+        default="",
+        help="also: peak RSS by number of tool results, comma-separated counts (e.g. 300000,1000000)",
+    )
+    parser.add_argument(
+        "--no-speed", action="store_true", help="skip the per-dialect speed cases (e.g. with --results)"
+    )
+    parser.add_argument(
         "--no-compile", action="store_true", help="do not compile the package's bytecode first"
     )
     parser.add_argument(
@@ -997,9 +1069,12 @@ def main() -> int:
     results: dict = {"mb": args.mb, "repeat": args.repeat, "dialects": []}
     try:
         styles = make_big.STYLES if args.style == "both" else (args.style,)
-        for dialect in dialects:
+        for dialect in () if args.no_speed else dialects:
             for style in styles:
                 results["dialects"].append(bench_dialect(args, dialect, base, cli, python, style))
+        if args.results:
+            counts = [int(count) for count in args.results.split(",")]
+            results["memory"] = bench_memory(counts, base, cli, python, args.seed, args.repeat)
         if args.cron_files:
             import bench_files
 

@@ -83,7 +83,7 @@ class _Maker:
     def __init__(self, dialect: str, seed: int) -> None:
         self.dialect = dialect
         self.rng = random.Random(seed)
-        self.outputs = (200, 20000)  # tool output lengths (log-uniform), --outputs
+        self.output_range = (200, 20000)  # tool output lengths (log-uniform), --outputs
         self.result_count = 0  # tool results made so far, for --results
         self.plain = _text_pool(self.rng, 1 << 21, numbered=False)
         self.numbered = _text_pool(self.rng, 1 << 21, numbered=True)
@@ -113,7 +113,7 @@ class _Maker:
 
     def output_length(self) -> int:
         # Log-uniform 200 B .. 20 KB by default: most outputs are short, a few are long.
-        low, high = self.outputs
+        low, high = self.output_range
         return int(math.exp(self.rng.uniform(math.log(low), math.log(high))))
 
     def sentence(self, low: int = 40, high: int = 400) -> str:
@@ -938,7 +938,7 @@ def generate(
     }
     maker = makers.get(dialect, _Maker)(dialect, seed)
     if outputs is not None:
-        maker.outputs = outputs
+        maker.output_range = outputs
     written = lines = 0
     with open(path, "wb") as out:
         for record in maker.records():

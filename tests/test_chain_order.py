@@ -9,7 +9,9 @@ order, torn parents, explicit null parents, compactions, repeated uuids and sub-
 from __future__ import annotations
 
 import json
+from array import array
 
+import pytest
 from helpers.chain_reference import chain_order
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -140,3 +142,15 @@ def test_parents_that_go_round_in_a_cycle_end() -> None:
         {"type": "user", "uuid": "e", "parentUuid": "d", "message": {"role": "user", "content": "w"}},
     ]
     assert chain_lines(records) == [1, 2]
+
+
+@pytest.mark.parametrize("count", [10, 70_000, 200_000])
+def test_repeated_ids_are_found_exactly_at_every_size(count: int) -> None:
+    from compactcli.dialects.claude_code import _has_repeats
+
+    # Distinct values that all share their low bits (one slot of the bit table), and negative ones.
+    distinct = array("q", [(i << 40) | 5 for i in range(count // 2)] + [-i - 2 for i in range(count // 2)])
+    assert not _has_repeats(distinct)
+    repeated = array("q", distinct)
+    repeated.append(distinct[count // 3])
+    assert _has_repeats(repeated)

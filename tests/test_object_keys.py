@@ -43,3 +43,29 @@ def test_a_dot_dot_key_is_reported_not_written_outside_the_output_dir(bucket: st
     assert f"{bucket}/c/../d.jsonl: the key has a '.' or '..' segment" in result.stderr
     assert (out / "e.jsonl").exists() and (out / "a" / "b.jsonl").exists()
     assert not (out / "d.jsonl").exists() and not (tmp_path / "d.jsonl").exists()
+
+
+def test_a_key_whose_place_differs_only_by_slashes_is_refused_by_name(tmp_path: Path) -> None:
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    first, twin = (json.dumps({"role": "user", "content": text}).encode() + b"\n" for text in ("one", "two"))
+    fs.pipe_file("/twins-bucket/a//b.jsonl", first)
+    fs.pipe_file("/twins-bucket/a/b.jsonl", twin)
+    fs.pipe_file("/twins-bucket/e.jsonl", LINE)
+    bucket = "memory://twins-bucket"
+    out = tmp_path / "out"
+    try:
+        result = invoke("micro", "--output-dir", out, bucket)
+    finally:
+        fs.rm("/twins-bucket", recursive=True)
+    assert result.exit_code == 74, result.stderr
+    # The listing's order decides which is second; that one is refused, naming the first.
+    said = "not written under --output-dir, where it would be written to the same path as"
+    keys = {"a//b.jsonl": first, "a/b.jsonl": twin}
+    refused = [key for key in keys if f"{bucket}/{key}: {said} " in result.stderr]
+    assert len(refused) == 1, result.stderr
+    (kept,) = set(keys) - set(refused)
+    assert f"{said} {bucket}/{kept} " in result.stderr
+    assert (out / "a" / "b.jsonl").read_bytes() == keys[kept]  # the twin is not written over it
+    assert (out / "e.jsonl").read_bytes() == LINE

@@ -1,6 +1,7 @@
 """New files take the permission bits of the transcript they were made from, as `cp` does (docs/design.md,
-"Trust"): a private transcript (0600, it holds keys) is not copied world-readable by -o or --output-dir,
-whose manifest is private too; an existing output keeps its mode; archives stay 0600."""
+"Trust"): a private transcript (0600, it holds keys) is not copied world-readable by -o (micro, summarize,
+replay) or --output-dir, whose manifest is private too; an existing output keeps its mode; archives stay
+0600."""
 
 from __future__ import annotations
 
@@ -37,12 +38,14 @@ WRITERS = {
     "micro": ("micro", "--keep", "0"),
     "summarize": ("summarize", "--backend", "digest"),
 }
+# replay -o writes the final context of one transcript: a new file too.
+OUTPUT_WRITERS = {**WRITERS, "replay": ("replay", "--backend", "digest")}
 
 
 MODES = [(0o600, 0o022, 0o600), (0o640, 0o022, 0o640), (0o666, 0o027, 0o640), (0o644, 0o022, 0o644)]
 
 
-@pytest.mark.parametrize("command", WRITERS.values(), ids=WRITERS.keys())
+@pytest.mark.parametrize("command", OUTPUT_WRITERS.values(), ids=OUTPUT_WRITERS.keys())
 @pytest.mark.parametrize(("source", "umask", "expected"), MODES)
 def test_a_new_output_file_takes_the_sources_bits_less_the_umask(
     tmp_path: Path, command: tuple[str, ...], source: int, umask: int, expected: int

@@ -444,6 +444,11 @@ _NOT_RESPONSES = frozenset({_NONE, _PROMPT, _NO_MESSAGE})
 _BEFORE = object()  # a parent named as "the record before": a compaction, or a record naming no parent
 
 
+# The arrays of hashes: C longs where they hold 64 bits (a hash goes in without the slower conversion of
+# a long long), else long longs.
+_HASHES = "l" if array("l").itemsize == 8 else "q"
+
+
 class _Chain:
     """One conversation's records in file order: per position, its line, offset, uuid (`line:N` for a
     message record without one) and part (`parts`); the parent of the records that do not name the
@@ -460,8 +465,8 @@ class _Chain:
         # Machine integers, not int objects: two per record of a long transcript, kept to the end.
         self.lines = array("q")
         self.offsets = array("q")
-        self.uuids = array("q")
-        self.parts = array("q")
+        self.uuids = array(_HASHES)
+        self.parts = array(_HASHES)
         self.named: dict[int, object] = {}
         self.last: str | None = None
         self.opened: int | None = (
@@ -565,7 +570,7 @@ class _Chain:
         parts = self.parts
         # Each part where it changes (-1, the first record's "before", is no hash).
         runs = compress(parts, map(ne, parts, itertools.chain((-1,), parts)))
-        return _has_repeats([part for part in runs if part not in _NOT_RESPONSES])
+        return _has_repeats(array(_HASHES, itertools.filterfalse(_NOT_RESPONSES.__contains__, runs)))
 
     def _forward(self, named: list[tuple[int, int]]) -> list[int] | range:
         """The branch where every parent comes before its child, by stretches: a stretch starts where a
@@ -676,20 +681,26 @@ class _Chain:
         return out
 
 
+_SET_UP_TO = 1 << 16  # values; a set of this many holds about 5 MB
+
+
 def _has_repeats(hashes: array | list[int]) -> bool:
-    """Whether a value comes twice, without a set of every value (at the end of a long file, that set
-    would be the largest thing held): a table of a byte per slot, 8 to 16 slots a value, passes on only
-    the values whose slot is taken (about one in ten), and only those are compared exactly."""
-    size = 1 << (8 * len(hashes)).bit_length()
-    mask = size - 1
-    slots = bytearray(size)
+    """Whether a value comes twice, without a set of every value where there are many (at the end of a
+    long file, that set would be the largest thing held): a table of one bit per slot, 16 to 32 slots a
+    value, passes on only the values whose slot is taken (about one in twenty), and only those are
+    compared exactly."""
+    if len(hashes) <= _SET_UP_TO:  # a set is faster, and small at this size
+        return len(set(hashes)) != len(hashes)
+    mask = (1 << (16 * len(hashes)).bit_length()) - 1
+    bits = bytearray((mask >> 3) + 1)
     maybe = set()
     for value in hashes:
         slot = value & mask
-        if slots[slot]:
+        bit = 1 << (slot & 7)
+        if bits[slot >> 3] & bit:
             maybe.add(value)
         else:
-            slots[slot] = 1
+            bits[slot >> 3] |= bit
     if not maybe:
         return False
     seen: set[int] = set()

@@ -13,8 +13,9 @@ import hashlib
 import json
 import re
 import sys
+from array import array
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -137,6 +138,55 @@ class ResultFact:
     truncated: bool = False  # --truncate: the content is a truncation already (idempotence)
 
 
+class Facts:
+    """One conversation's tool results, in columns of machine integers rather than a ResultFact each
+    (about 120 bytes a result less, for as long as the file is read: docs/design.md, "Memory per
+    record"); a ResultFact is made again for each one read."""
+
+    __slots__ = ("lines", "slots", "ids", "chars", "flags", "texts")
+
+    def __init__(self, facts: Iterable[ResultFact] = ()) -> None:
+        self.lines = array("q")
+        self.slots = array("q")
+        self.ids: list[str | None] = []
+        self.chars = array("q")
+        self.flags = bytearray()  # 1: is_text, 2: truncated
+        self.texts: dict[int, str] = {}  # position -> text, for the few results that keep theirs
+        for fact in facts:
+            self.append(fact)
+
+    def append(self, fact: ResultFact) -> None:
+        if fact.text is not None:
+            self.texts[len(self.lines)] = fact.text
+        self.lines.append(fact.line)
+        self.slots.append(fact.slot)
+        self.ids.append(fact.tool_use_id)
+        self.chars.append(fact.chars)
+        self.flags.append(fact.is_text | fact.truncated << 1)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def __getitem__(self, at: int) -> ResultFact:
+        flags = self.flags[at]
+        text = self.texts.get(at) if self.texts else None
+        line, slot, chars = self.lines[at], self.slots[at], self.chars[at]
+        return ResultFact(line, slot, self.ids[at], bool(flags & 1), chars, text, bool(flags & 2))
+
+    def __iter__(self) -> Iterator[ResultFact]:
+        texts = self.texts
+        columns = zip(self.lines, self.slots, self.ids, self.flags, self.chars, strict=True)
+        if not texts:  # the common case, read for every result of a file: no lookup
+            for line, slot, use_id, flags, chars in columns:
+                yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, None, flags & 2 != 0)
+            return
+        for at, (line, slot, use_id, flags, chars) in enumerate(columns):
+            yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, texts.get(at), flags & 2 != 0)
+
+    def __reversed__(self) -> Iterator[ResultFact]:
+        return map(self.__getitem__, range(len(self.lines) - 1, -1, -1))
+
+
 def content_chars(content: object) -> int:
     """Size of a result's content: string length, or the text and data lengths inside a list of blocks."""
     if isinstance(content, str):
@@ -175,7 +225,7 @@ class MicroIndex:
 
     dialect: Dialect
     tool_names: dict[str, str] = field(default_factory=dict)
-    results: dict[str, list[ResultFact]] = field(default_factory=dict)
+    results: dict[str, Facts] = field(default_factory=dict)
     # Lines of records that repeat a result for the UI (Codex exec_command_end), by tool use id.
     copies: dict[str, list[int]] = field(default_factory=dict)
     copy_count: int = 0
@@ -228,7 +278,7 @@ class MicroIndex:
                 self._match_unnamed(result.tool_use_id, result.content)
         facts = self.results.get(conversation)
         if facts is None:
-            facts = self.results[conversation] = []
+            facts = self.results[conversation] = Facts()
         added: list[ResultFact] = []
         for result in results:
             content = result.content
@@ -264,7 +314,7 @@ class MicroIndex:
         position = {line: index for index, line in enumerate(lines)}
         for key, facts in self.results.items():
             kept = [fact for fact in facts if fact.line in position]
-            self.results[key] = sorted(kept, key=lambda fact: position[fact.line])
+            self.results[key] = Facts(sorted(kept, key=lambda fact: position[fact.line]))
 
     def tool_name(self, tool_use_id: str | None) -> str:
         return self.tool_names.get(tool_use_id or "", "unknown")
@@ -308,14 +358,14 @@ def cleared(
                 yield fact, placeholder
 
 
-def _recent_calls(facts: list[ResultFact], keep: int) -> set[int]:
+def _recent_calls(facts: Facts, keep: int) -> set[int]:
     """Positions of the results of the last `keep` calls, every copy of one call's result counted once
     (Dialect.results_repeat)."""
     decided: dict[str, bool] = {}
     kept: set[int] = set()
     calls = 0
     for position in range(len(facts) - 1, -1, -1):
-        key = facts[position].tool_use_id
+        key = facts.ids[position]
         if key is not None and key in decided:
             is_kept = decided[key]
         else:

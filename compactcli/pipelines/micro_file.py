@@ -257,6 +257,7 @@ def analyze(
         index.follow(lines_in_order)
         if strategies is not None:
             strategies.follow(lines_in_order)
+    order = lines_in_order = None  # not needed by the plan: their memory goes before the plan's comes
     edit.stats = {"dialect": dialect.name, "lines": lines, "tool_results": index.result_count}
     if counter is not None:
         edit.stats["tokens"] = counter.tokens

@@ -24,7 +24,7 @@ from compactcli.layers.replay import (
 from compactcli.pipelines.transcript import STDIN, ConversationLines, dialect_for, open_input
 from compactcli.storage import remote
 from compactcli.storage.manifest import archive_copy
-from compactcli.storage.replace import output_file
+from compactcli.storage.replace import mode_to_copy, output_file
 
 TIMELINE_SUFFIXES = (".jsonl", ".csv")
 
@@ -157,13 +157,15 @@ def write_timeline(path: Path, result: ReplayResult) -> None:
 
 
 def write_output(
-    output: str, dialect: dialects.Dialect, result: ReplayResult, template: bytes, unread=()
+    output: str, dialect: dialects.Dialect, result: ReplayResult, source: Source, unread=()
 ) -> None:
+    """The final context to `output`; a new file takes the source's permission bits, as micro's -o."""
+    template = source.template
     if output == "-":
         write_entries(sys.stdout.buffer, dialect, result.context, template, unread)
         sys.stdout.buffer.flush()
         return
-    with output_file(Path(output)) as out:
+    with output_file(Path(output), mode_to_copy(source.file)) as out:
         write_entries(out, dialect, result.context, template, unread)
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -59,11 +60,37 @@ def check_layout(items: Sequence[str], roots: Sequence[str]) -> str | None:
     return None
 
 
+def folded_twins(items: Sequence[str], roots: Sequence[str]) -> dict[str, str]:
+    """Items whose place differs from an earlier item's only by repeated slashes (an object key `a//b` and
+    `a/b`): both would be written to one path. Each later one -> the earlier it would overwrite."""
+    first: dict[str, str] = {}
+    twins: dict[str, str] = {}
+    for item in items:
+        folded = re.sub("/{2,}", "/", relative_name(item, roots))
+        if folded in first:
+            twins[item] = first[folded]
+        else:
+            first[folded] = item
+    return twins
+
+
 def process(
-    item: str, *, settings: FileSettings, analyze: Analyze, output_dir: str, roots: Sequence[str]
+    item: str,
+    *,
+    settings: FileSettings,
+    analyze: Analyze,
+    output_dir: str,
+    roots: Sequence[str],
+    twins: Mapping[str, str] | None = None,
 ) -> Outcome:
-    """One input (a local path or a URL) to its place under `output_dir`, or a preview of it."""
+    """One input (a local path or a URL) to its place under `output_dir`, or a preview of it. `twins`
+    (folded_twins): inputs refused, as their place is an earlier input's."""
     relative = relative_name(item, roots)
+    if twins and item in twins:
+        raise errors.CompactError(
+            f"{item}: not written under --output-dir, where it would be written to the same path as "
+            f"{twins[item]} (the key differs from it only by repeated slashes)"
+        )
     if any(part in remote.DOT_SEGMENTS for part in relative.split("/")):
         # An object key may hold `..`; as a path below the output root it would point elsewhere.
         raise errors.CompactError(

@@ -33,7 +33,7 @@ from compactcli.storage.archives import ARCHIVE_DIR_NAME
 from compactcli.storage.fileio import WRITE_BUFFER, snapshot
 from compactcli.storage.locks import file_lock
 from compactcli.storage.manifest import archive_copy, take_back_unfinished
-from compactcli.storage.replace import Replacement, output_file
+from compactcli.storage.replace import Replacement, mode_to_copy, output_file
 
 STDOUT = "-"
 
@@ -320,14 +320,7 @@ def _to_output(
 
 def _mode_of(source: BinaryIO, spool: object) -> int | None:
     """The permission bits a new output copies: the transcript's own; none for stdin or a URL (a spool)."""
-    if spool is not None:
-        return None
-    try:
-        st = os.fstat(source.fileno())
-    except (OSError, AttributeError, ValueError):
-        return None
-    # An unlinked temp file (a spooled URL) has no mode of the transcript's to pass on.
-    return st.st_mode if stat.S_ISREG(st.st_mode) and st.st_nlink > 0 else None
+    return None if spool is not None else mode_to_copy(source)
 
 
 @contextlib.contextmanager

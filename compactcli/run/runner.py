@@ -74,6 +74,7 @@ def file_worker(
         analyze=analyze,
         output_dir=writes.output_dir,
         roots=inputs.paths,
+        twins=output_dir.folded_twins(items, inputs.paths),
     )
 
 

@@ -309,6 +309,16 @@ class Replacement:
                 self.discard()
 
 
+def mode_to_copy(source: BinaryIO) -> int | None:
+    """The permission bits an output made from `source` copies (``output_file``'s `source_mode`): the
+    transcript's own; none where it is no file of the user's (stdin, a spooled URL: an unlinked temp file)."""
+    try:
+        st = os.fstat(source.fileno())
+    except (OSError, AttributeError, ValueError):
+        return None
+    return st.st_mode if stat.S_ISREG(st.st_mode) and st.st_nlink > 0 else None
+
+
 @contextlib.contextmanager
 def output_file(target: Path, source_mode: int | None = None) -> Iterator[BinaryIO]:
     """Where ``-o PATH`` writes (docs/design.md, "Output targets"). A regular file (or a new one) is

@@ -358,7 +358,7 @@ def replay(
             if timeline:
                 write_timeline(Path(timeline), result)
             if output:
-                write_output(output, chosen, result, source.template, source.unreadable_lines())
+                write_output(output, chosen, result, source, source.unreadable_lines())
             title = f"{Path(source.name).name}: tokens per model call ({estimator})"
             if plot:
                 chart.write_png(result.rows, limit, Path(plot), title=title)
