@@ -154,3 +154,12 @@ def test_scan_says_what_tool_uses_and_tool_results_say(name):
         assert (list(uses), list(results)) == (list(dialect.tool_uses(record)), dialect.tool_results(record))
         seen += bool(uses or results)
     assert seen
+
+
+@pytest.mark.parametrize("name", sorted(dialects.MODULES))
+def test_result_count_is_the_number_of_tool_results(name):
+    # estimate counts a record's results with Dialect.result_count, which may skip reading their outputs.
+    dialect = dialects.get(name)
+    counted = [(dialect.result_count(record), len(dialect.tool_results(record))) for record in SAMPLE_RECORDS]
+    assert [count for count, _ in counted] == [expected for _, expected in counted]
+    assert any(expected for _, expected in counted)

@@ -170,6 +170,22 @@ def _results(record: dict, base: int = 0) -> list[ToolResult]:
     return found
 
 
+def _answered(call: dict) -> bool:
+    """Whether a call's result holds a response (`_results` takes one per call)."""
+    result = call.get("result")
+    if not result:
+        return False
+    return isinstance(result, str) or bool(gp.responses(gp.part_list(result)))
+
+
+def _result_count(record: dict) -> int:
+    """len(_results(record)), without reading the outputs (a response that is no `{"output"}` string
+    would be serialized for it)."""
+    if record.get("type") == "user":
+        return len(gp.responses(gp.part_list(record.get("content"))))
+    return sum(1 for call in tool_calls(record) if _answered(call))
+
+
 class UpsertOrder:
     """The records of the history Gemini CLI loads, in its order: each message id where it first stood
     (since the last checkpoint or rewind), read at its last version. Fed to micro (`add_scan`), every
@@ -274,6 +290,12 @@ class GeminiCliDialect(Dialect):
             if isinstance(call.get("id"), str)
         ]
         return own + uses, _results(record)
+
+    def result_count(self, record: dict) -> int:
+        messages = checkpoint(record)
+        if messages is None:
+            return _result_count(record)
+        return sum(_result_count(entry) for entry in messages)
 
     def tool_results(self, record: dict) -> list[ToolResult]:
         messages = checkpoint(record)
