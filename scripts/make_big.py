@@ -83,6 +83,8 @@ class _Maker:
     def __init__(self, dialect: str, seed: int) -> None:
         self.dialect = dialect
         self.rng = random.Random(seed)
+        self.outputs = (200, 20000)  # tool output lengths (log-uniform), --outputs
+        self.result_count = 0  # tool results made so far, for --results
         self.plain = _text_pool(self.rng, 1 << 21, numbered=False)
         self.numbered = _text_pool(self.rng, 1 << 21, numbered=True)
         self.session = self.uuid()
@@ -110,8 +112,9 @@ class _Maker:
         return pool[start : start + length]
 
     def output_length(self) -> int:
-        # Log-uniform 200 B .. 20 KB: most outputs are short, a few are long.
-        return int(math.exp(self.rng.uniform(math.log(200), math.log(20000))))
+        # Log-uniform 200 B .. 20 KB by default: most outputs are short, a few are long.
+        low, high = self.outputs
+        return int(math.exp(self.rng.uniform(math.log(low), math.log(high))))
 
     def sentence(self, low: int = 40, high: int = 400) -> str:
         return self.slice(self.rng.randint(low, high)).replace("\n", " ")
@@ -213,6 +216,7 @@ class _Maker:
     def results(self, calls: list[tuple[str, str]], sidechain: str | None = None) -> Iterator[dict]:
         """User records answering `calls` [(id, name)]: one per result (Claude Code) or one message."""
         blocks = []
+        self.result_count += len(calls)
         for call_id, name in calls:
             content, copy = self.tool_output(name)
             block: dict = {"tool_use_id": call_id, "type": "tool_result", "content": content}
@@ -373,6 +377,7 @@ class _CodexMaker(_Maker):
 
     def outputs(self, name: str, call_id: str, turn: str) -> Iterator[dict]:
         """The output and, for shell commands, its UI copy (written first as often as not)."""
+        self.result_count += 1
         body = self.slice(self.output_length(), numbered=name == "read_file")
         if name == "apply_patch":
             result = {
@@ -898,8 +903,18 @@ class _OpenAIMaker(_Maker):
                     }
 
 
-def generate(path: Path, mb: float, dialect: str, seed: int = 1, style: str = "compact") -> int:
-    """Write about `mb` MB (10**6 bytes) of transcript to `path`; returns the number of lines."""
+def generate(
+    path: Path,
+    mb: float,
+    dialect: str,
+    seed: int = 1,
+    style: str = "compact",
+    results: int = 0,
+    outputs: tuple[int, int] | None = None,
+) -> int:
+    """Write about `mb` MB (10**6 bytes) of transcript to `path`, or, with `results`, until that many tool
+    results are written (`mb` then ignored); returns the number of lines. `outputs`: the (shortest,
+    longest) tool output, drawn log-uniform between them (default 200 B .. 20 KB)."""
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {DIALECTS}")
     if style not in STYLES:
@@ -914,6 +929,8 @@ def generate(path: Path, mb: float, dialect: str, seed: int = 1, style: str = "c
         "openai": _OpenAIMaker,
     }
     maker = makers.get(dialect, _Maker)(dialect, seed)
+    if outputs is not None:
+        maker.outputs = outputs
     written = lines = 0
     with open(path, "wb") as out:
         for record in maker.records():
@@ -924,7 +941,7 @@ def generate(path: Path, mb: float, dialect: str, seed: int = 1, style: str = "c
             out.write(raw)
             written += len(raw)
             lines += 1
-            if written >= target:
+            if (maker.result_count >= results) if results else written >= target:
                 break
     return lines
 
@@ -937,9 +954,14 @@ def main() -> None:
     parser.add_argument("--dialect", choices=DIALECTS, default="claude-code")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--style", choices=STYLES, default="compact")
+    parser.add_argument("--results", type=int, default=0, help="instead of --mb: stop after N tool results")
+    parser.add_argument(
+        "--outputs", default="200:20000", help="LOW:HIGH tool output length, log-uniform (200:20000)"
+    )
     parser.add_argument("-o", "--output", type=Path, required=True)
     args = parser.parse_args()
-    lines = generate(args.output, args.mb, args.dialect, args.seed, args.style)
+    low, high = (int(part) for part in args.outputs.split(":"))
+    lines = generate(args.output, args.mb, args.dialect, args.seed, args.style, args.results, (low, high))
     print(f"{args.output}: {args.output.stat().st_size:,} bytes, {lines:,} lines")
 
 

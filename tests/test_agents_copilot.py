@@ -199,3 +199,64 @@ def test_summarized_session_resumes_from_the_summary(copilot, session):
     for call_id in ("toolu_01notes", *CLEARED_BY_MICRO):  # "build green" is in a command the digest lists
         assert json.dumps(ORIGINAL[call_id])[1:-1] not in sent, call_id
     assert texts[-1].endswith(FOLLOW_UP)
+
+
+# Each output is over micro's 100 characters and short enough that Copilot 1.0.102 keeps its hook's copy
+# whole (it elides the longer ones itself as "duplicated pre-hook tool-result field").
+HOOKED_STEPS = [
+    (f"toolu_0{n}hooked", "bash", {"command": f"printf 'run {n} %.0s' $(seq 1 15)", "description": "Run"})
+    for n in range(1, 4)
+]
+HOOKED_OUTPUT = {f"toolu_0{n}hooked": f"run {n} " * 15 for n in range(1, 4)}
+
+
+@pytest.fixture
+def hooked_session(copilot: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A session of three shell calls, recorded with a postToolUse hook configured: each call's
+    hook.start holds a copy of its result."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    (home / ".copilot").mkdir(parents=True)
+    project.mkdir()
+    hooks = {"postToolUse": [{"type": "command", "bash": "cat > /dev/null", "timeoutSec": 10}]}
+    (home / ".copilot" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+
+    def reply(body: dict[str, Any]) -> list[dict[str, Any]]:
+        done = tool_uses_sent(body)
+        if done >= len(HOOKED_STEPS):
+            return [{"type": "text", "text": FINAL_REPLY}]
+        call_id, name, arguments = HOOKED_STEPS[done]
+        return [{"type": "tool_use", "id": call_id, "name": name, "input": dict(arguments)}]
+
+    with FakeAnthropic() as api:
+        api.reply_blocks = reply
+        done = run_agent([copilot, "-p", TASK, "-s", "--allow-all-tools"], cwd=project, env=_env(home, api))
+        assert done.returncode == 0, done.stderr + done.stdout
+    (events,) = (home / ".copilot" / "session-state").glob("*/events.jsonl")
+    return home, project, events
+
+
+def _hook_copies(events: Path) -> list[str]:
+    return [
+        e["data"]["input"]["toolResult"]["textResultForLlm"]
+        for e in map(json.loads, events.read_text().splitlines())
+        if e["type"] == "hook.start" and e["data"].get("hookType") == "postToolUse"
+    ]
+
+
+def test_micro_clears_the_hooks_copies_and_copilot_still_resumes(copilot, hooked_session):
+    home, project, events = hooked_session
+    copies = _hook_copies(events)
+    assert len(copies) == 3 and all(out.strip() in copies[n] for n, out in enumerate(HOOKED_OUTPUT.values()))
+    done = run_cli("micro", "--keep", "1", "--json", events, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["stats"]["ui_copies_cleared"] == 2
+    assert _hook_copies(events)[:2] == ["[Previous: used bash]"] * 2
+    text = events.read_text()
+    for call_id in ("toolu_01hooked", "toolu_02hooked"):
+        assert HOOKED_OUTPUT[call_id].strip() not in text, f"{call_id}'s output is still in the events"
+    body = _resume(copilot, home, project, events)
+    results = _results(body)
+    assert [block["id"] for block in _blocks(body, "tool_use")] == [step[0] for step in HOOKED_STEPS]
+    assert results["toolu_01hooked"] == results["toolu_02hooked"] == "[Previous: used bash]"
+    assert HOOKED_OUTPUT["toolu_03hooked"].strip() in results["toolu_03hooked"]  # the last result is kept
+    assert _user_texts(body)[-1].endswith(FOLLOW_UP)

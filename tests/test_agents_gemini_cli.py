@@ -4,7 +4,8 @@ The session is written by the real Gemini CLI: `gemini -p` runs a scripted task 
 API on 127.0.0.1 (tests/helpers/fakegemini.py), reading real files, and writes its own session under
 $HOME/.gemini/tmp/<project>/chats/session-*.jsonl. Each test compacts a copy with the installed
 compactcli, resumes it with `gemini --resume ID -p ...`, and checks what Gemini CLI then sends the model.
-The fake refuses a request whose function calls are not answered, with the API's 400.
+The fake refuses a request whose function calls are not answered, with the API's 400. One test resumes
+the session in Gemini CLI's terminal UI instead (in tmux) and reads what it shows of each call.
 
 Skips unless Gemini CLI is installed: `$COMPACTCLI_GEMINI`, else the npm prefix .ci/run installs the
 pinned version into ($COMPACTCLI_GEMINI_PREFIX, default ~/.cache/compactcli/agents-gemini).
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.agents import agent_env, copy_home, require_agent, run_agent
+from helpers.agents import agent_env, copy_home, require_agent, run_agent, screen_of
 from helpers.cli import run_cli
 from helpers.fakegemini import FakeGemini, contents_text, function_call, text
 
@@ -136,3 +137,87 @@ def test_resumed_after_summarize_gemini_cli_sends_the_summary(recorded, tmp_path
     for name in sorted(FILES)[:3]:
         assert FILES[name].splitlines()[7] not in sent, f"{name} was summarized, yet sent"
     assert FINAL in sent  # the kept records
+
+
+# Shell calls whose outputs Gemini CLI also keeps as the UI's rendering (`resultDisplay`).
+SHELL_STEPS = [f"seq -f 'shell {n} line %g' 1 12" for n in range(3)]
+
+
+def _play_shell(body: dict[str, Any]) -> list[dict[str, Any]]:
+    asked = sum(
+        1
+        for c in body.get("contents", [])
+        if c.get("role") == "model"
+        for p in c["parts"]
+        if "functionCall" in p
+    )
+    if asked < len(SHELL_STEPS):
+        return [function_call("run_shell_command", {"command": SHELL_STEPS[asked], "description": "Run"})]
+    return [text(FINAL)]
+
+
+@pytest.fixture(scope="module")
+def shell_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """(home, project, session id) of three shell calls Gemini CLI ran and recorded itself."""
+    binary = gemini_binary()
+    root = tmp_path_factory.mktemp("gemini-shell")
+    home, project = root / "home", root / "project"
+    project.mkdir()
+    with FakeGemini() as api:
+        api.reply_parts = _play_shell
+        run = run_agent([binary, "-p", TASK, "--yolo"], cwd=project, env=_env(home, api), timeout=240)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert api.refused() == []
+    session_id = json.loads(session_file(home).read_text().splitlines()[0])["sessionId"]
+    return home, project, session_id
+
+
+def _displays(path: Path) -> dict[str, list[object]]:
+    """Each call's resultDisplay, in every version of its record."""
+    found: dict[str, list[object]] = {}
+    for line in path.read_text().splitlines():
+        for call in json.loads(line).get("toolCalls") or []:
+            if "resultDisplay" in call:
+                found.setdefault(call["id"], []).append(call["resultDisplay"])
+    return found
+
+
+def test_micro_clears_the_uis_rendering_and_gemini_cli_still_resumes(shell_session, tmp_path):
+    binary = gemini_binary()
+    home, project, session_id = shell_session
+    home = copy_home(home, tmp_path / "home")
+    path = session_file(home)
+    calls = list(_displays(path))
+    assert len(calls) == 3 and "shell 0 line 7" in json.dumps(_displays(path)[calls[0]])
+    run = run_cli("micro", "--json", "--keep", "1", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["stats"]["cleared"] >= 2
+    displays = _displays(path)
+    placeholder = "[Previous: used run_shell_command]"
+    for call_id in calls[:2]:
+        assert set(displays[call_id]) == {placeholder}, call_id
+    for n in (0, 1):
+        assert f"shell {n} line 7" not in path.read_text(), f"call {n}'s output is still in the file"
+    assert "shell 2 line 7" in json.dumps(displays[calls[2]])  # the last call's rendering stays
+    sent, _ = _resume(binary, home, project, session_id)
+    assert sent.count(placeholder) >= 2
+    assert "shell 0 line 7" not in sent and "shell 1 line 7" not in sent
+    assert "shell 2 line 7" in sent and FOLLOW_UP in sent
+
+
+def test_resumed_in_its_terminal_ui_gemini_cli_shows_the_placeholder_for_a_cleared_output(
+    shell_session, tmp_path
+):
+    """The interactive UI, in a real terminal: each call's box shows its resultDisplay."""
+    binary = gemini_binary()
+    home, project, session_id = shell_session
+    home = copy_home(home, tmp_path / "home")
+    path = session_file(home)
+    assert run_cli("micro", "--keep", "1", path, cwd=tmp_path).returncode == 0
+    with FakeGemini() as api:
+        env = _env(home, api) | {"TERM": "xterm-256color"}
+        screen = screen_of([binary, "--resume", session_id], cwd=project, env=env, until=FINAL, timeout=90)
+    assert FINAL in screen, screen
+    assert screen.count("[Previous: used run_shell_command]") == 2, screen
+    assert "shell 0 line 7" not in screen and "shell 1 line 7" not in screen
+    assert "shell 2 line 7" in screen  # the kept call's output, as before

@@ -107,11 +107,11 @@ def _session(home: Path) -> Path:
     return found
 
 
-def _resume(pi: Path, home: Path, project: Path) -> dict[str, Any]:
-    """Resume the session with one more prompt; the request pi sent for it."""
+def _resume(pi: Path, home: Path, project: Path, session: Path | None = None) -> dict[str, Any]:
+    """Resume the session (the one in `home`, or `session`) with one more prompt; the request pi sent."""
     with FakeAnthropic() as api:
         api.reply_text = lambda body: "Resumed and read the history."
-        _pi(pi, home, project, api, "--session", _session(home), "-p", FOLLOW_UP)
+        _pi(pi, home, project, api, "--session", session or _session(home), "-p", FOLLOW_UP)
         calls = api.calls("messages")
     assert [r.status for r in calls] == [200], [r.status for r in calls]
     return calls[0].body
@@ -193,3 +193,24 @@ def test_pi_resumes_after_summarize_from_the_summary(
     archive = Path(first.split("Transcript: ", 1)[1].split("]", 1)[0])
     assert archive.read_bytes() == before
     shutil.rmtree(home)
+
+
+def test_pi_resumes_what_replay_writes(pi: Path, recorded: tuple[Path, Path], tmp_path: Path) -> None:
+    """replay -o writes a session pi reads: the header first (pi resets a file without one), then the
+    simulated context, the compaction replay made hanging from nothing and the later entries from it."""
+    home = copy_home(recorded[0], tmp_path / "home")
+    session = _session(home)
+    out = tmp_path / "replayed.jsonl"
+    args = ("replay", "--backend", "digest", "--threshold", "600", "--json", "-o", out, session)
+    done = run_cli(*args, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["stats"]["compactions"]["auto"] >= 1
+    assert out.read_bytes().splitlines()[0] == session.read_bytes().splitlines()[0]  # the header
+    written = out.read_bytes()
+    body = _resume(pi, home, recorded[1], out)
+    first = _text(body["messages"][0])
+    assert first.startswith("The conversation history before this point was compacted")
+    assert "[Conversation compressed. Transcript: " in first
+    assert not set(_results(body)) & {"toolu_01Count", "toolu_02Notes"}  # summarized
+    assert _text(body["messages"][-1]) == FOLLOW_UP
+    assert out.read_bytes().startswith(written)  # pi went on with the file, it did not start it anew

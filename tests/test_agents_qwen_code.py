@@ -230,9 +230,15 @@ def test_micro_leaves_no_copy_of_a_cleared_output_in_the_session(session):
 
 
 def test_summarized_session_resumes_from_the_summary(qwen, session):
+    """summarize appends the compression as Qwen Code does, every record kept; Qwen Code resumes from it
+    and sends the summary, not the summarized turns, then appends its new turn after the compression."""
     home, project, path = session
+    before = path.read_bytes()
     done = run_cli("summarize", "--backend", "digest", path, text=True)
     assert done.returncode == 0, done.stderr
+    written = path.read_bytes()
+    assert written.startswith(before) and written.count(b"\n") == before.count(b"\n") + 1
+    compression = json.loads(written.splitlines()[-1])
     body = _resume(qwen, home, project, path)
     summaries = [t for t in _texts(body, "user") if t.startswith("[Conversation compressed. Transcript: ")]
     assert len(summaries) == 1
@@ -240,9 +246,18 @@ def test_summarized_session_resumes_from_the_summary(qwen, session):
     assert "Got it. Thanks for the additional context!" in _texts(body, "assistant")
     assert _calls(body) == [] and _outputs(body) == {}  # everything before the summary is gone
     sent = json.dumps(body)
-    for call_id in CLEARED_BY_MICRO:
-        assert json.dumps(ORIGINAL[call_id])[1:-1] not in sent
+    for call_id in (*CLEARED_BY_MICRO, "call_03notes"):  # ("build green" is in the command, too)
+        assert json.dumps(ORIGINAL[call_id])[1:-1] not in sent, call_id
     assert _texts(body, "user")[-1] == FOLLOW_UP
+    # Qwen Code kept the file and went on from the compression: its new prompt is the compression's child
+    resumed = path.read_bytes()
+    assert resumed.startswith(written)
+    prompt = next(
+        json.loads(raw)
+        for raw in resumed[len(written) :].splitlines()
+        if json.loads(raw).get("type") == "user" and FOLLOW_UP in raw.decode()
+    )
+    assert prompt["parentUuid"] == compression["uuid"]
 
 
 def test_summary_that_keeps_the_last_messages_keeps_their_pairs(qwen, session):
@@ -254,3 +269,18 @@ def test_summary_that_keeps_the_last_messages_keeps_their_pairs(qwen, session):
     assert ORIGINAL["call_05status"] in _outputs(body)["call_05status"]
     assert any(t.startswith("[Conversation compressed. ") for t in _texts(body, "user"))
     assert _texts(body, "assistant")[-1] == FINAL
+    sent = json.dumps(body)
+    for call_id in ("call_01count", "call_02log", "call_03notes", "call_04outputs"):
+        assert json.dumps(ORIGINAL[call_id])[1:-1] not in sent, call_id  # summarized, not sent
+
+
+def test_micro_after_summarize_still_resumes_with_the_kept_output(qwen, session):
+    """The kept call's output is in the file twice (its record and the compression): micro --keep 1
+    counts it once and keeps both, and Qwen Code sends it whole."""
+    home, project, path = session
+    assert run_cli("summarize", "--backend", "digest", "--keep-last", "2", path).returncode == 0
+    done = run_cli("micro", "--keep", "1", path, text=True)
+    assert done.returncode == 0, done.stderr
+    body = _resume(qwen, home, project, path)
+    assert _calls(body) == ["call_05status"]
+    assert ORIGINAL["call_05status"] in _outputs(body)["call_05status"]

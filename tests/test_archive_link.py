@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from helpers.cli import run_cli
 from helpers.other_user import NOBODY
 
 from compactcli.core.errors import BUSY, IO_ERR, Busy, CompactError
@@ -36,12 +37,6 @@ ORIGINAL = b'{"role":"user","content":"hi"}\r\n{"role":"assistant","content":"ca
 COMPACTED = b'{"role":"user","content":"[summary]"}\n'
 APPENDED = b'{"role":"user","content":"written while it was open"}\n'
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "anthropic" / "session.jsonl"
-
-
-def cli(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "compactcli", *map(str, args)], capture_output=True, text=True
-    )
 
 
 def sha(data: bytes) -> str:
@@ -153,12 +148,12 @@ def test_an_archive_folder_on_another_file_system_gets_a_copy(
         pytest.skip("/dev/shm is on the same file system as the test's folder")
     folder = other_file_system / "archives"
 
-    assert cli("micro", src, "--archive-dir", folder).returncode == 0
+    assert run_cli("micro", src, "--archive-dir", folder, text=True).returncode == 0
     assert src.read_bytes() != original
 
     [archive] = archives(folder)
     assert archive.read_bytes() == original and mode(archive) == 0o600
-    assert cli("restore", src, "--archive-dir", folder).returncode == 0
+    assert run_cli("restore", src, "--archive-dir", folder, text=True).returncode == 0
     assert src.read_bytes() == original
 
 
@@ -263,7 +258,7 @@ def test_in_place_micro_through_the_cli_links_and_restores(tmp_path: Path) -> No
     original = src.read_bytes()
     original_inode = os.stat(src).st_ino
 
-    run = cli("micro", src)
+    run = run_cli("micro", src, text=True)
     assert run.returncode == 0, run.stderr
     assert src.read_bytes() != original
 
@@ -271,6 +266,6 @@ def test_in_place_micro_through_the_cli_links_and_restores(tmp_path: Path) -> No
     archive = Path(json.loads(line)["archive"])
     assert os.stat(archive).st_ino == original_inode
     assert archive.read_bytes() == original and mode(archive) == 0o600
-    back = cli("restore", src)
+    back = run_cli("restore", src, text=True)
     assert back.returncode == 0, back.stderr
     assert src.read_bytes() == original

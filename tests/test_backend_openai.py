@@ -1,6 +1,7 @@
 """`summarize --backend openai` through the installed command and the real openai SDK, against the fake
-OpenAI-compatible server on 127.0.0.1 (tests/helpers/fakeopenai.py): what reaches the server (redacted,
-fenced, the task with every part), every dialect's compaction record, the server's usage, and each way a
+OpenAI-compatible server on 127.0.0.1 (tests/helpers/fakeopenai.py; the Responses API's,
+tests/helpers/fakeresponses.py, for --openai-api responses): what reaches the server (redacted, fenced,
+the task with every part), every dialect's compaction record, the server's usage, and each way a
 server fails (exit 69, the file untouched, no archive)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from helpers.cli import run_cli
 from helpers.fakeapi import Reply
 from helpers.fakeopenai import FakeOpenAI, down_url, error_reply, html_reply, message_texts, prompt_tokens
+from helpers.fakeresponses import FakeResponses, message
 from helpers.files import write_jsonl
 from helpers.sessions import SUMMARY_MESSAGE, tool_loop
 
@@ -376,3 +378,181 @@ def test_the_environment_beats_the_file_and_the_command_line_beats_both(
         done = run(api.url, "--base-url", other.url, str(path), cwd=tmp_path)
         assert done.returncode == OK, done.stderr
         assert len(api.calls()) == 1 and len(other.calls()) == 1
+
+
+# ------------------------------------------------------------------------------ the Responses API
+
+
+@pytest.fixture
+def responses():
+    with FakeResponses() as server:
+        yield server
+
+
+def responses_run(api: FakeResponses, *args: str, cwd: Path, **extra: str):
+    return run(api.url, "--openai-api", "responses", "--model", MODEL, *args, cwd=cwd, **extra)
+
+
+def test_the_responses_api_gets_the_instructions_and_the_fenced_redacted_transcript(
+    responses: FakeResponses, transcript: tuple[Path, bytes]
+) -> None:
+    path, original = transcript
+    responses.reply_items = lambda body: [message("THE RESPONSES SUMMARY")]
+    done = responses_run(
+        responses,
+        "--summary-tokens",
+        "1234",
+        "--focus",
+        "the csv module",
+        "--json",
+        str(path),
+        cwd=path.parent,
+    )
+    assert done.returncode == OK, done.stderr
+    [call] = responses.calls()
+    body = call.body
+    assert body["model"] == MODEL and body["max_output_tokens"] == 1234
+    assert body["stream"] is True and body["store"] is False
+    assert body["instructions"] == SYSTEM_PROMPT
+    [turn] = body["input"]
+    assert turn["role"] == "user"
+    text = turn["content"]
+    assert text.startswith("<transcript>\n") and text.count("</transcript>") == 1
+    assert TASK in text and "the csv module" in text[text.index("</transcript>") :]
+    sent = json.dumps(body)
+    assert KEY not in sent and GITHUB not in sent
+    assert "[REDACTED:anthropic_key]" in text and "[REDACTED:github_token]" in text
+    assert call.headers["authorization"] == "Bearer no-key"
+    assert summary_of(path).startswith("THE RESPONSES SUMMARY")
+    archive = Path(PREFIX.match(json.loads(path.read_bytes().splitlines()[0])["content"])["path"])
+    assert archive.read_bytes() == original
+    assert f"backend openai (model {MODEL} at {responses.url}, Responses API)" in done.stderr
+    stats = json.loads(done.stdout)["stats"]
+    # The usage of the response.completed event (the fake counts characters of the body / 4).
+    assert stats["input_tokens"] == len(json.dumps(body)) // 4
+    # (at least the items without their ids; an estimate of the text alone would be a few tokens)
+    assert stats["output_tokens"] >= len(json.dumps([message("THE RESPONSES SUMMARY")])) // 4
+    assert stats["tokens_from"] == "server" and stats["backend"] == "openai"
+
+
+def test_the_streamed_text_deltas_make_the_summary(responses: FakeResponses, tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    write(path, conversation())
+    long = "Ported the loader to csv.DictReader; " * 6 + "the tests pass."
+    responses.deltas = True
+    responses.reply_items = lambda body: [
+        {"type": "reasoning", "summary": []},
+        message(long),
+    ]
+    done = responses_run(responses, str(path), cwd=tmp_path)
+    assert done.returncode == OK, done.stderr
+    assert summary_of(path).startswith(long)
+    assert summary_of(path).count("the tests pass.") == 1  # the deltas, not also the finished item
+
+
+def test_a_codex_rollout_gets_its_compaction_record_through_the_responses_api(
+    responses: FakeResponses, tmp_path: Path
+) -> None:
+    path = tmp_path / "rollout.jsonl"
+    shutil.copyfile(SAMPLES / "codex/rollout.jsonl", path)
+    responses.reply_items = lambda body: [message("Summary of the codex session.")]
+    done = responses_run(responses, "--keep-last", "2", str(path), cwd=tmp_path)
+    assert done.returncode == OK, done.stderr
+    assert "Summary of the codex session." in path.read_text()
+    checked = run_cli("validate", "--dialect", "codex", str(path), text=True)
+    assert checked.returncode == OK, checked.stdout + checked.stderr
+
+
+def test_a_responses_4xx_exits_69_with_the_status_and_request_id(
+    responses: FakeResponses, transcript: tuple[Path, bytes]
+) -> None:
+    path, original = transcript
+    responses.plan(error_reply(400, "Unsupported parameter: 'store'.", request_id="req_resp_4"))
+    done = responses_run(responses, str(path), cwd=path.parent)
+    _fails(done, path, original, "HTTP 400", "req_resp_4", "Unsupported parameter: 'store'.")
+
+
+def test_a_responses_5xx_is_retried_then_succeeds(
+    responses: FakeResponses, transcript: tuple[Path, bytes]
+) -> None:
+    path, _ = transcript
+    responses.plan(error_reply(503, retry_after=0.01))
+    done = responses_run(responses, str(path), cwd=path.parent)
+    assert done.returncode == OK, done.stderr
+    assert [c.status for c in responses.calls()] == [503, 200]
+
+
+def test_a_responses_5xx_after_the_retries_exits_69(
+    responses: FakeResponses, transcript: tuple[Path, bytes]
+) -> None:
+    path, original = transcript
+    responses.always(error_reply(500, retry_after=0.01, request_id="req_resp_5"))
+    done = responses_run(responses, "--max-retries", "2", str(path), cwd=path.parent)
+    _fails(done, path, original, "HTTP 500", "req_resp_5", "after 2 retries")
+    assert len(responses.calls()) == 3
+
+
+def test_a_failed_response_exits_69_with_its_code_and_message(
+    responses: FakeResponses, transcript: tuple[Path, bytes]
+) -> None:
+    path, original = transcript
+    failed = {
+        "type": "response.failed",
+        "response": {
+            "id": "resp_1",
+            "object": "response",
+            "status": "failed",
+            "error": {"code": "server_error", "message": "The model stopped answering."},
+            "output": [],
+        },
+    }
+    stream = f"event: response.failed\ndata: {json.dumps(failed)}\n\n"
+    responses.plan(Reply(200, stream, {"content-type": "text/event-stream", "x-request-id": "req_failed_1"}))
+    done = responses_run(responses, str(path), cwd=path.parent)
+    _fails(done, path, original, "server_error", "The model stopped answering.", "req_failed_1")
+
+
+@pytest.mark.parametrize(
+    ("reply", "words"),
+    [
+        (html_reply(502), ("HTTP 502", "an HTML page")),
+        (html_reply(200), ("text/html",)),
+        (Reply(200, "", {"content-type": "text/event-stream"}), ("not an event stream", "--openai-api chat")),
+    ],
+)
+def test_what_is_not_a_response_stream_exits_69_saying_what_came(
+    responses: FakeResponses, transcript: tuple[Path, bytes], reply: Reply, words: tuple[str, ...]
+) -> None:
+    path, original = transcript
+    responses.always(reply)
+    done = responses_run(responses, "--max-retries", "0", str(path), cwd=path.parent)
+    _fails(done, path, original, *words)
+
+
+def test_a_responses_timeout_and_a_server_that_is_down_exit_69(
+    responses: FakeResponses, transcript: tuple[Path, bytes]
+) -> None:
+    path, original = transcript
+    responses.always(Reply(delay=3))
+    done = responses_run(responses, "--timeout", "0.3", "--max-retries", "0", str(path), cwd=path.parent)
+    _fails(done, path, original, "did not answer within 0.3 s")
+    url = down_url()
+    done = run(
+        url, "--openai-api", "responses", "--model", MODEL, "--max-retries", "0", str(path), cwd=path.parent
+    )
+    _fails(done, path, original, f"cannot reach {url}")
+
+
+def test_the_responses_api_is_settable_in_a_projects_settings(
+    responses: FakeResponses, tmp_path: Path
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.compactcli.summarize]\n"
+        f'backend = "openai"\nmodel = "{MODEL}"\nbase-url = "{responses.url}"\nopenai-api = "responses"\n'
+    )
+    path = tmp_path / "s.jsonl"
+    write(path, conversation())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    done = run_cli("summarize", str(path), cwd=tmp_path, text=True, env=env)
+    assert done.returncode == OK, done.stderr
+    assert len(responses.calls()) == 1 and "Responses API" in done.stderr

@@ -4,18 +4,12 @@ which; a command that writes still needs PATHS."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from helpers import bigfile
-from helpers.cli import run_cli
+from helpers.cli import home_env, run_cli
 from helpers.codex_rollout import write as write_rollout
-
-
-def _env(home: Path, **extra: str) -> dict[str, str]:
-    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TMPDIR")}
-    return {**keep, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), **extra}
 
 
 @pytest.fixture
@@ -31,7 +25,7 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("command", ["estimate", "validate"])
 def test_no_paths_reads_every_agents_folder_and_names_them(home: Path, command: str) -> None:
-    env = _env(home, CODEX_HOME=str(home / "codex-home"))
+    env = home_env(home, CODEX_HOME=str(home / "codex-home"))
     run = run_cli(command, "--json", env=env, text=True, cwd=home)
     assert run.returncode == 0, run.stderr
     claude, codex = home / ".claude" / "projects", home / "codex-home" / "sessions"
@@ -41,7 +35,7 @@ def test_no_paths_reads_every_agents_folder_and_names_them(home: Path, command: 
 
 
 def test_only_the_folders_that_exist_are_read(home: Path) -> None:
-    run = run_cli("estimate", env=_env(home), text=True, cwd=home)  # ~/.codex does not exist
+    run = run_cli("estimate", env=home_env(home), text=True, cwd=home)  # ~/.codex does not exist
     assert run.returncode == 0, run.stderr
     assert (
         run.stderr.splitlines()[0]
@@ -50,7 +44,7 @@ def test_only_the_folders_that_exist_are_read(home: Path) -> None:
 
 
 def test_no_paths_and_no_agent_folder_is_a_usage_error(tmp_path: Path) -> None:
-    run = run_cli("validate", env=_env(tmp_path), text=True, cwd=tmp_path)
+    run = run_cli("validate", env=home_env(tmp_path), text=True, cwd=tmp_path)
     assert run.returncode == 2
     assert "no PATHS given, and no agent's session folder found" in run.stderr
     assert str(tmp_path / ".claude" / "projects") in run.stderr
@@ -58,7 +52,7 @@ def test_no_paths_and_no_agent_folder_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_a_command_that_writes_still_needs_paths(home: Path) -> None:
     before = (home / ".claude" / "projects" / "-app" / "s1.jsonl").read_bytes()
-    run = run_cli("micro", env=_env(home), text=True, cwd=home)
+    run = run_cli("micro", env=home_env(home), text=True, cwd=home)
     assert run.returncode == 2 and "PATHS" in run.stderr
     assert (home / ".claude" / "projects" / "-app" / "s1.jsonl").read_bytes() == before
 
@@ -69,7 +63,7 @@ def test_pi_sessions_are_read_too(home: Path) -> None:
     pi = home / ".pi" / "agent" / "sessions" / "--work-app--"
     pi.mkdir(parents=True)
     shutil.copy(Path(__file__).parent.parent / "samples" / "pi" / "session.jsonl", pi / "s.jsonl")
-    run = run_cli("validate", "--json", env=_env(home), text=True, cwd=home)
+    run = run_cli("validate", "--json", env=home_env(home), text=True, cwd=home)
     assert run.returncode == 0, run.stderr
     assert run.stderr.splitlines()[0].endswith(f", pi in {home / '.pi' / 'agent' / 'sessions'}")
     assert str(pi / "s.jsonl") in run.stdout

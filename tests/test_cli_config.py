@@ -12,16 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.cli import run_cli
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 USAGE = 2
-
-
-def compactcli(*args: object, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).with_name("compactcli")
-    return subprocess.run(
-        [str(script), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
-    )
 
 
 @pytest.fixture
@@ -39,21 +33,21 @@ def would_compact(run: subprocess.CompletedProcess) -> bool:
 
 
 def test_the_sample_is_one_micro_would_change(project: Path) -> None:
-    assert would_compact(compactcli("micro", "--check", "t.jsonl", cwd=project))
-    assert not would_compact(compactcli("micro", "--check", "--keep", "100", "t.jsonl", cwd=project))
+    assert would_compact(run_cli("micro", "--check", "t.jsonl", cwd=project, text=True))
+    assert not would_compact(run_cli("micro", "--check", "--keep", "100", "t.jsonl", cwd=project, text=True))
 
 
 def test_pyproject_settings_apply_and_the_command_line_wins(project: Path) -> None:
     (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.compactcli]\nkeep = 100\n')
-    assert not would_compact(compactcli("micro", "--check", "t.jsonl", cwd=project))
-    assert would_compact(compactcli("micro", "--check", "--keep", "3", "t.jsonl", cwd=project))
+    assert not would_compact(run_cli("micro", "--check", "t.jsonl", cwd=project, text=True))
+    assert would_compact(run_cli("micro", "--check", "--keep", "3", "t.jsonl", cwd=project, text=True))
 
 
 def test_the_nearest_file_above_the_current_folder_is_used(project: Path) -> None:
     (project / "pyproject.toml").write_text("[tool.compactcli]\nkeep = 100\n")
     below = project / "a" / "b"
     below.mkdir(parents=True)
-    assert not would_compact(compactcli("micro", "--check", project / "t.jsonl", cwd=below))
+    assert not would_compact(run_cli("micro", "--check", project / "t.jsonl", cwd=below, text=True))
 
 
 def test_a_pyproject_without_the_table_is_passed_over(project: Path) -> None:
@@ -61,30 +55,32 @@ def test_a_pyproject_without_the_table_is_passed_over(project: Path) -> None:
     inner = project / "inner"
     inner.mkdir()
     (inner / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
-    assert not would_compact(compactcli("micro", "--check", project / "t.jsonl", cwd=inner))
+    assert not would_compact(run_cli("micro", "--check", project / "t.jsonl", cwd=inner, text=True))
 
 
 def test_a_command_table_wins_over_the_shared_keys(project: Path) -> None:
     (project / "compactcli.toml").write_text("keep = 3\n\n[micro]\nkeep = 100\n")
-    assert not would_compact(compactcli("micro", "--check", "t.jsonl", cwd=project))
+    assert not would_compact(run_cli("micro", "--check", "t.jsonl", cwd=project, text=True))
 
 
 def test_compactcli_toml_wins_over_pyproject_in_the_same_folder(project: Path) -> None:
     (project / "pyproject.toml").write_text("[tool.compactcli]\nkeep = 3\n")
     (project / "compactcli.toml").write_text("keep = 100\n")
-    assert not would_compact(compactcli("micro", "--check", "t.jsonl", cwd=project))
+    assert not would_compact(run_cli("micro", "--check", "t.jsonl", cwd=project, text=True))
 
 
 def test_config_option_names_a_file(project: Path) -> None:
     settings = project / "elsewhere" / "team.toml"
     settings.parent.mkdir()
     settings.write_text("[tool.compactcli.micro]\nkeep = 100\n")
-    assert not would_compact(compactcli("--config", settings, "micro", "--check", "t.jsonl", cwd=project))
+    assert not would_compact(
+        run_cli("--config", settings, "micro", "--check", "t.jsonl", cwd=project, text=True)
+    )
 
 
 def test_keys_are_option_names_even_where_the_parameter_is_named_otherwise(project: Path) -> None:
     (project / "compactcli.toml").write_text('[estimate]\nformat = "csv"\nmax-tokens = 1\n')
-    run = compactcli("estimate", "t.jsonl", cwd=project)
+    run = run_cli("estimate", "t.jsonl", cwd=project, text=True)
     assert run.returncode == 1  # over max-tokens = 1
     assert run.stdout.splitlines()[0].startswith("path,") or "," in run.stdout.splitlines()[0]
     assert "tokens" in run.stdout.splitlines()[0]
@@ -102,11 +98,11 @@ def test_keys_are_option_names_even_where_the_parameter_is_named_otherwise(proje
 )
 def test_a_bad_setting_is_a_usage_error_naming_the_file(project: Path, text: str, named: str) -> None:
     (project / "compactcli.toml").write_text(text)
-    run = compactcli("config", cwd=project)
+    run = run_cli("config", cwd=project, text=True)
     assert run.returncode == USAGE
     assert "compactcli.toml" in run.stderr
     assert named in run.stderr
-    micro = compactcli("micro", "--check", "t.jsonl", cwd=project)
+    micro = run_cli("micro", "--check", "t.jsonl", cwd=project, text=True)
     assert micro.returncode == USAGE
     assert "compactcli.toml" in micro.stderr
 
@@ -116,7 +112,7 @@ def test_model_precedence_file_then_environment_then_command_line(project: Path,
     estimate = ["estimate", "--method", "api", "--no-cache", "t.jsonl"]
 
     def model_sent(*extra: str, **env: str) -> str:
-        run = compactcli(*estimate, *extra, cwd=project, env=fake_api.env(**env))
+        run = run_cli(*estimate, *extra, cwd=project, env=fake_api.env(**env), text=True)
         assert run.returncode == 0, run.stderr
         return fake_api.calls("count_tokens")[-1].body["model"]
 
@@ -130,7 +126,7 @@ def test_config_shows_each_value_and_its_source(project: Path) -> None:
         '[tool.compactcli]\nkeep = 7\nmodel = "m-file"\n\n[tool.compactcli.micro]\nmin-chars = 50\n'
     )
     env = dict(os.environ, COMPACTCLI_MODEL="m-env")
-    run = compactcli("config", "--json", "micro", "summarize", cwd=project, env=env)
+    run = run_cli("config", "--json", "micro", "summarize", cwd=project, env=env, text=True)
     assert run.returncode == 0, run.stderr
     rows = {(r["command"], r["option"]): r for r in map(json.loads, run.stdout.splitlines())}
     pyproject = str(project / "pyproject.toml")
@@ -145,7 +141,7 @@ def test_config_shows_each_value_and_its_source(project: Path) -> None:
     assert rows["micro", "--placeholder"]["source"] == "default"
     assert rows["summarize", "--model"]["value"] == "m-env"
     assert rows["summarize", "--model"]["source"] == "environment $COMPACTCLI_MODEL"
-    text = compactcli("config", "micro", cwd=project)
+    text = run_cli("config", "micro", cwd=project, text=True)
     assert f"configuration file: {pyproject}" in text.stdout
     assert any(line.split()[:2] == ["micro", "--keep"] and "7" in line for line in text.stdout.splitlines())
 
@@ -154,7 +150,7 @@ def test_estimate_top_follows_micros_configured_settings(tmp_path: Path) -> None
     shutil.copy(SAMPLES / "anthropic" / "session.jsonl", tmp_path / "t.jsonl")
 
     def tools() -> set[str]:
-        run = compactcli("estimate", "--top", 100, "--json", "t.jsonl", cwd=tmp_path)
+        run = run_cli("estimate", "--top", 100, "--json", "t.jsonl", cwd=tmp_path, text=True)
         assert run.returncode == 0, run.stderr
         return {item["tool"] for item in json.loads(run.stdout)["stats"]["top"]}
 

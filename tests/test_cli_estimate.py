@@ -860,6 +860,31 @@ def test_auto_without_a_recorded_call_is_heuristic_plus_the_dialects_overhead(tm
     assert one(claude_code)["tokens"] == cc_heuristic + measured
 
 
+def test_what_an_opus_4_7_session_sends_that_its_log_does_not_spell_out(tmp_path: Path) -> None:
+    """Through the installed CLI: a tool_reference result loads a tool's definition (1,300 tokens), a
+    thought logged without its text is priced by its signature (0.18 a character past 280), and Opus
+    4.7's tokenizer makes 1.2 tokens of what earlier models make one of."""
+
+    def session(model: str) -> list[dict]:
+        thought = {"type": "thinking", "thinking": "", "signature": "E" * 1280}
+        ask = cc_assistant([thought, use("t1", "ToolSearch", query="select:Monitor")], "a1")
+        ask["message"]["model"] = model
+        found = cc_user([result("t1", [{"type": "tool_reference", "tool_name": "Monitor"}])], "u2")
+        return [cc_user("watch the build", "u1"), ask, found]
+
+    counted = {}
+    for model in ("claude-opus-4-6", "claude-opus-4-7"):
+        path = write(tmp_path / f"{model}.jsonl", session(model))
+        done = run_cli("estimate", "--method", "heuristic", "--json", path, text=True)
+        assert done.returncode == 0, done.stderr
+        counted[model] = json.loads(done.stdout)["stats"]["by_category"]
+    earlier, opus_4_7 = counted["claude-opus-4-6"], counted["claude-opus-4-7"]
+    assert earlier["thinking"] == 180
+    assert earlier["tool_results"] == 28 + 1300  # the result's framing and the definition
+    for category, tokens in earlier.items():
+        assert abs(opus_4_7[category] - 1.2 * tokens) <= 1, category
+
+
 def test_attachments_are_counted_where_the_model_sees_them(tmp_path: Path) -> None:
     records = [cc_user("fix the build", "u1")]
     attachment = {

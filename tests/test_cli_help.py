@@ -6,22 +6,17 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers.cli import run_cli
 
 import compactcli
 
 COMMANDS = ["micro", "summarize", "estimate", "replay", "validate", "restore", "prune", "config", "probe"]
 
 
-def compactcli_run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).with_name("compactcli")
-    return subprocess.run([str(script), *args], capture_output=True, text=True, env=env, timeout=60)
-
-
 def test_bare_command_prints_help_and_exits_0() -> None:
-    run = compactcli_run()
+    run = run_cli(text=True)
     assert run.returncode == 0
     assert run.stdout.startswith("Usage: compactcli [OPTIONS]")
     for command in COMMANDS:
@@ -30,7 +25,7 @@ def test_bare_command_prints_help_and_exits_0() -> None:
 
 @pytest.mark.parametrize("flag", ["-V", "--version"])
 def test_version(flag: str) -> None:
-    run = compactcli_run(flag)
+    run = run_cli(flag, text=True)
     assert run.returncode == 0
     assert run.stdout == f"compactcli, version {compactcli.__version__}\n"
 
@@ -39,28 +34,28 @@ def test_version(flag: str) -> None:
     ("typed", "meant"), [("mirco", "micro"), ("estimat", "estimate"), ("restor", "restore")]
 )
 def test_a_mistyped_command_suggests_the_nearest(typed: str, meant: str) -> None:
-    run = compactcli_run(typed, "x.jsonl")
+    run = run_cli(typed, "x.jsonl", text=True)
     assert run.returncode == 2
     assert f"No such command '{typed}'" in run.stderr
     assert f"Did you mean '{meant}'?" in run.stderr
 
 
 def test_an_unrelated_word_gets_no_suggestion() -> None:
-    run = compactcli_run("frobnicate")
+    run = run_cli("frobnicate", text=True)
     assert run.returncode == 2
     assert "Did you mean" not in run.stderr
 
 
 def test_shell_completion_documented_in_help_works() -> None:
-    assert "_COMPACTCLI_COMPLETE=bash_source" in compactcli_run("--help").stdout
-    run = compactcli_run(env=dict(os.environ, _COMPACTCLI_COMPLETE="bash_source"))
+    assert "_COMPACTCLI_COMPLETE=bash_source" in run_cli("--help", text=True).stdout
+    run = run_cli(env=dict(os.environ, _COMPACTCLI_COMPLETE="bash_source"), text=True)
     assert run.returncode == 0
     assert "complete -o nosort -F _compactcli_completion compactcli" in run.stdout
 
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_help_page_fits_80_columns_and_shows_pasteable_examples(command: str) -> None:
-    run = compactcli_run(command, "--help", env=dict(os.environ, COLUMNS="80"))
+    run = run_cli(command, "--help", env=dict(os.environ, COLUMNS="80"), text=True)
     assert run.returncode == 0
     too_wide = [line for line in run.stdout.splitlines() if len(line) > 80]
     assert too_wide == []
@@ -77,16 +72,26 @@ def test_every_help_page_fits_80_columns_and_shows_pasteable_examples(command: s
 
 @pytest.mark.parametrize("command", ["micro", "summarize", "estimate", "validate"])
 def test_jobs_is_described(command: str) -> None:
-    page = compactcli_run(command, "--help").stdout
+    page = run_cli(command, "--help", text=True).stdout
     [line] = [line for line in page.splitlines() if "-j, --jobs" in line]
     assert "parallel" in line
 
 
-@pytest.mark.parametrize("command", ["summarize", "replay"])
+# command: (options its --help must show, a phrase only --help-all has, an option that would run).
+BRIEF_HELP = {
+    "summarize": ({"--format", "--backend", "--threshold"}, "replacement_history", "--no-redact"),
+    "replay": ({"--format", "--backend", "--threshold"}, "Model calls, per dialect", "--no-redact"),
+    "micro": ({"--format", "--keep", "--preserve", "--dry-run"}, "exec_command_end", "--no-cache"),
+    "estimate": ({"--format", "--method", "--max-tokens"}, "truncation_policy", "--calibrate"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(BRIEF_HELP))
 def test_help_is_what_a_terminal_needs_and_help_all_has_the_rest(command: str) -> None:
+    common, details, eager_over = BRIEF_HELP[command]
     env = dict(os.environ, COLUMNS="80")
-    brief = compactcli_run(command, "--help", env=env)
-    whole = compactcli_run(command, "--help-all", env=env)
+    brief = run_cli(command, "--help", env=env, text=True)
+    whole = run_cli(command, "--help-all", env=env, text=True)
     assert brief.returncode == whole.returncode == 0
     assert len(brief.stdout.splitlines()) < 60
     assert "--help-all" in brief.stdout and "docs/cli.md" in brief.stdout
@@ -99,13 +104,19 @@ def test_help_is_what_a_terminal_needs_and_help_all_has_the_rest(command: str) -
     named = set(re.findall(r"^\s+(?:-\w, )?(--[\w-]+)", whole.stdout, flags=re.M))
     assert set(options) <= named, set(options) - named
     shown = set(re.findall(r"^\s+(?:-\w, )?(--[\w-]+)", brief.stdout.split("Options:", 1)[1], flags=re.M))
-    assert shown < named and {"--format", "--backend", "--threshold", "--help"} <= shown
+    assert shown < named and {*common, "--help"} <= shown
     # What --help leaves out of the text is under --help-all, before the same examples.
     assert (
         whole.stdout.split("Examples:", 1)[1].split("\n\n")[0]
         == brief.stdout.split("Examples:", 1)[1].split("\n\n")[0]
     )
-    details = {"summarize": "replacement_history", "replay": "Model calls, per dialect"}[command]
     assert details in whole.stdout and details not in brief.stdout
     # --help-all is eager, as --help is: the options beside it do not run.
-    assert compactcli_run(command, "--help-all", "--no-redact", env=env).stdout == whole.stdout
+    assert run_cli(command, "--help-all", eager_over, env=env, text=True).stdout == whole.stdout
+
+
+def test_python_m_compactcli_is_the_same_command() -> None:
+    # The package's __main__: every other test runs the installed script.
+    run = subprocess.run([sys.executable, "-m", "compactcli", "--version"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == f"compactcli, version {compactcli.__version__}\n"

@@ -4,11 +4,10 @@ own, as the installed command with a private HOME."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-from helpers.cli import compactcli_command, run_cli
+from helpers.cli import compactcli_command, home_env, run_cli
 
 # A user's own settings: other keys, another SessionEnd hook and a PreToolUse hook, a four-space indent.
 CLAUDE_SETTINGS = """{
@@ -30,15 +29,6 @@ CLAUDE_SETTINGS = """{
 """
 
 
-def _env(home: Path) -> dict[str, str]:
-    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TMPDIR")}
-    return {**keep, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
-
-
-def _hooks(home: Path, *args: str):
-    return run_cli("hooks", *args, env=_env(home), text=True)
-
-
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     (tmp_path / "home").mkdir()
@@ -58,7 +48,7 @@ def _ours(settings: dict, event: str = "SessionEnd") -> list[dict]:
 
 def test_install_keeps_every_other_setting_and_hook_and_uninstall_gives_the_file_back(home: Path) -> None:
     path = _settings(home)
-    run = _hooks(home, "install", "claude-code")
+    run = run_cli("hooks", "install", "claude-code", env=home_env(home), text=True)
     assert run.returncode == 0, run.stderr
     text = path.read_text()
     assert text.startswith(CLAUDE_SETTINGS[: CLAUDE_SETTINGS.index("\n            }\n        ]\n    }\n}")])
@@ -75,16 +65,16 @@ def test_install_keeps_every_other_setting_and_hook_and_uninstall_gives_the_file
     assert backup.read_text() == CLAUDE_SETTINGS
     assert "installed in" in run.stderr
 
-    run = _hooks(home, "uninstall", "claude-code")
+    run = run_cli("hooks", "uninstall", "claude-code", env=home_env(home), text=True)
     assert run.returncode == 0, run.stderr
     assert path.read_text() == CLAUDE_SETTINGS
 
 
 def test_a_second_install_changes_nothing(home: Path) -> None:
     path = _settings(home)
-    assert _hooks(home, "install", "claude-code").returncode == 0
+    assert run_cli("hooks", "install", "claude-code", env=home_env(home), text=True).returncode == 0
     once = path.read_bytes()
-    run = _hooks(home, "install", "claude-code")
+    run = run_cli("hooks", "install", "claude-code", env=home_env(home), text=True)
     assert run.returncode == 0 and "already installed" in run.stderr
     assert path.read_bytes() == once
     assert len(list(path.parent.glob("*.bak"))) == 1
@@ -92,7 +82,7 @@ def test_a_second_install_changes_nothing(home: Path) -> None:
 
 def test_dry_run_shows_the_diff_and_writes_nothing(home: Path) -> None:
     path = _settings(home)
-    run = _hooks(home, "install", "claude-code", "--dry-run")
+    run = run_cli("hooks", "install", "claude-code", "--dry-run", env=home_env(home), text=True)
     assert run.returncode == 0
     added = [line for line in run.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")]
     assert any('"command":' in line and " hook --agent claude-code" in line for line in added)
@@ -104,7 +94,7 @@ def test_dry_run_shows_the_diff_and_writes_nothing(home: Path) -> None:
 
 
 def test_no_settings_file_is_made_with_only_the_hook(home: Path) -> None:
-    assert _hooks(home, "install", "claude-code").returncode == 0
+    assert run_cli("hooks", "install", "claude-code", env=home_env(home), text=True).returncode == 0
     settings = json.loads((home / ".claude" / "settings.json").read_text())
     assert list(settings) == ["hooks"] and list(settings["hooks"]) == ["SessionEnd"]
     assert len(_ours(settings)) == 1
@@ -116,16 +106,16 @@ def test_no_settings_file_is_made_with_only_the_hook(home: Path) -> None:
 )
 def test_install_then_uninstall_is_byte_for_byte_on_any_shape(home: Path, text: str) -> None:
     path = _settings(home, text)
-    assert _hooks(home, "install", "claude-code").returncode == 0
+    assert run_cli("hooks", "install", "claude-code", env=home_env(home), text=True).returncode == 0
     assert len(_ours(json.loads(path.read_text()))) == 1
-    assert _hooks(home, "uninstall", "claude-code").returncode == 0
+    assert run_cli("hooks", "uninstall", "claude-code", env=home_env(home), text=True).returncode == 0
     assert path.read_text() == text
 
 
 @pytest.mark.parametrize("text", ['{"hooks": {', "// comment\n{}", '{"a": 1,}', '["not", "an object"]'])
 def test_a_settings_file_that_does_not_parse_is_refused_and_left_as_it_is(home: Path, text: str) -> None:
     path = _settings(home, text)
-    run = _hooks(home, "install", "claude-code")
+    run = run_cli("hooks", "install", "claude-code", env=home_env(home), text=True)
     assert run.returncode == 65
     assert str(path) in run.stderr
     assert path.read_text() == text
@@ -135,13 +125,18 @@ def test_a_settings_file_that_does_not_parse_is_refused_and_left_as_it_is(home: 
 def test_project_settings_and_status(home: Path, tmp_path: Path) -> None:
     project = tmp_path / "app"
     project.mkdir()
-    run = _hooks(home, "status")
+    run = run_cli("hooks", "status", env=home_env(home), text=True)
     assert run.returncode == 0
     assert "claude-code: not installed" in run.stdout and "codex: not installed" in run.stdout
-    assert _hooks(home, "install", "claude-code", "--project", str(project)).returncode == 0
+    assert (
+        run_cli(
+            "hooks", "install", "claude-code", "--project", str(project), env=home_env(home), text=True
+        ).returncode
+        == 0
+    )
     assert (project / ".claude" / "settings.json").is_file()
     assert not (home / ".claude" / "settings.json").exists()
-    run = _hooks(home, "status", "--project", str(project))
+    run = run_cli("hooks", "status", "--project", str(project), env=home_env(home), text=True)
     assert f"claude-code: installed in {project / '.claude' / 'settings.json'}" in run.stdout
 
 
@@ -150,16 +145,16 @@ def test_codex_hooks_json_gets_a_detached_entry_within_codexs_three_seconds(home
     codex.mkdir()
     own = '{\n  "hooks": {\n    "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]\n  }\n}\n'
     (codex / "hooks.json").write_text(own)
-    run = _hooks(home, "install", "codex-hooks")
+    run = run_cli("hooks", "install", "codex-hooks", env=home_env(home), text=True)
     assert run.returncode == 0, run.stderr
     assert "/hooks" in run.stderr  # Codex runs a new hook only once the user trusts it
     settings = json.loads((codex / "hooks.json").read_text())
     assert settings["hooks"]["Stop"] == json.loads(own)["hooks"]["Stop"]
     (entry,) = _ours(settings)
     assert entry["command"].endswith(" hook --agent codex --detach") and entry["timeout"] == 3
-    run = _hooks(home, "status")
+    run = run_cli("hooks", "status", env=home_env(home), text=True)
     assert "codex-hooks: installed in" in run.stdout
-    assert _hooks(home, "uninstall", "codex-hooks").returncode == 0
+    assert run_cli("hooks", "uninstall", "codex-hooks", env=home_env(home), text=True).returncode == 0
     assert (codex / "hooks.json").read_text() == own
 
 
@@ -177,17 +172,17 @@ def test_codex_notify_goes_into_config_toml_before_its_tables_and_comes_out_agai
     config = home / ".codex" / "config.toml"
     config.parent.mkdir()
     config.write_text(CODEX_CONFIG)
-    run = _hooks(home, "install", "codex")
+    run = run_cli("hooks", "install", "codex", env=home_env(home), text=True)
     assert run.returncode == 0, run.stderr
     text = config.read_text()
     settings = tomllib.loads(text)
     assert settings["notify"] == [compactcli_command()[0], "hook", "--agent", "codex", "--detach"]
     assert settings["model"] == "gpt-5.1-codex" and settings["model_providers"] == {"fake": {"name": "fake"}}
     assert text.startswith('# my Codex settings\nmodel = "gpt-5.1-codex"\n\nnotify = [')
-    assert _hooks(home, "install", "codex").returncode == 0
+    assert run_cli("hooks", "install", "codex", env=home_env(home), text=True).returncode == 0
     assert config.read_text() == text  # idempotent
-    assert "codex: installed in" in _hooks(home, "status").stdout
-    assert _hooks(home, "uninstall", "codex").returncode == 0
+    assert "codex: installed in" in run_cli("hooks", "status", env=home_env(home), text=True).stdout
+    assert run_cli("hooks", "uninstall", "codex", env=home_env(home), text=True).returncode == 0
     assert config.read_text() == CODEX_CONFIG
 
 
@@ -196,7 +191,7 @@ def test_codex_notify_of_another_program_is_left_alone(home: Path) -> None:
     config.parent.mkdir()
     own = 'notify = ["notify-send", "Codex"]\n' + CODEX_CONFIG
     config.write_text(own)
-    run = _hooks(home, "install", "codex")
+    run = run_cli("hooks", "install", "codex", env=home_env(home), text=True)
     assert run.returncode == 1
     assert "notify already runs" in run.stderr and str(config) in run.stderr
     assert config.read_text() == own
@@ -206,24 +201,24 @@ def test_codex_config_that_is_not_toml_is_refused(home: Path) -> None:
     config = home / ".codex" / "config.toml"
     config.parent.mkdir()
     config.write_text("model = \n")
-    run = _hooks(home, "install", "codex")
+    run = run_cli("hooks", "install", "codex", env=home_env(home), text=True)
     assert run.returncode == 65 and str(config) in run.stderr
     assert config.read_text() == "model = \n"
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex", "codex-hooks"])
 def test_uninstall_where_nothing_is_installed_writes_nothing(home: Path, agent: str) -> None:
-    run = _hooks(home, "uninstall", agent)
+    run = run_cli("hooks", "uninstall", agent, env=home_env(home), text=True)
     assert run.returncode == 0 and "not installed" in run.stderr
     assert not (home / ".claude").exists() and not (home / ".codex").exists()
     path = _settings(home)
-    run = _hooks(home, "uninstall", "claude-code")
+    run = run_cli("hooks", "uninstall", "claude-code", env=home_env(home), text=True)
     assert path.read_text() == CLAUDE_SETTINGS and list(path.parent.glob("*.bak")) == []
 
 
 def test_nan_is_not_json_and_is_refused(home: Path) -> None:
     path = _settings(home, '{"x": NaN}\n')
-    run = _hooks(home, "install", "claude-code")
+    run = run_cli("hooks", "install", "claude-code", env=home_env(home), text=True)
     assert run.returncode == 65 and "NaN is not JSON" in run.stderr
     assert path.read_text() == '{"x": NaN}\n'
 
@@ -236,7 +231,7 @@ def test_uninstall_drops_our_group_with_its_matcher_and_keeps_the_others(home: P
         '{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}\n'
     )
     path = _settings(home, text)
-    assert _hooks(home, "uninstall", "claude-code").returncode == 0
+    assert run_cli("hooks", "uninstall", "claude-code", env=home_env(home), text=True).returncode == 0
     assert json.loads(path.read_text()) == {
         "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}
     }
@@ -246,6 +241,6 @@ def test_status_names_another_notify_program_without_failing(home: Path) -> None
     config = home / ".codex" / "config.toml"
     config.parent.mkdir()
     config.write_text('notify = ["notify-send", "Codex"]\n')
-    run = _hooks(home, "status")
+    run = run_cli("hooks", "status", env=home_env(home), text=True)
     assert run.returncode == 0
     assert "codex: not installed:" in run.stdout and "notify-send" in run.stdout

@@ -12,20 +12,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.cli import run_cli, start_cli
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 OK, USAGE, IO_ERR = 0, 2, 74
-
-
-def compactcli(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).with_name("compactcli")
-    return subprocess.run(
-        [str(script), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120
-    )
 
 
 def manifest_lines(folder: Path) -> list[bytes]:
@@ -43,9 +36,9 @@ def folder(tmp_path: Path) -> Path:
     shutil.copy(SAMPLES / "openai" / "session.jsonl", tmp_path / "a.jsonl")
     shutil.copy(SAMPLES / "anthropic" / "session.jsonl", tmp_path / "b.jsonl")
     for keep in (6, 5, 4):
-        run = compactcli("micro", "--keep", keep, "--min-chars", 0, tmp_path / "a.jsonl")
+        run = run_cli("micro", "--keep", keep, "--min-chars", 0, tmp_path / "a.jsonl", text=True)
         assert run.returncode == OK, run.stderr
-    assert compactcli("micro", tmp_path / "b.jsonl").returncode == OK
+    assert run_cli("micro", tmp_path / "b.jsonl", text=True).returncode == OK
     assert len(records(tmp_path, "a.jsonl")) == 3
     assert len(records(tmp_path, "b.jsonl")) == 1
     return tmp_path
@@ -68,7 +61,7 @@ def age(folder: Path, name: str, position: int, when: str) -> None:
 def test_keep_last_keeps_the_newest_per_file_and_nothing_else_changes(folder: Path) -> None:
     a = records(folder, "a.jsonl")
     b_lines = [line for line in manifest_lines(folder) if b"b.jsonl" in line]
-    run = compactcli("prune", "--prune-original", "--keep-last", 1, folder)
+    run = run_cli("prune", "--prune-original", "--keep-last", 1, folder, text=True)
     assert run.returncode == OK, run.stderr
     assert "2 archives dropped" in run.stderr
     assert records(folder, "a.jsonl") == [a[-1]]
@@ -78,12 +71,12 @@ def test_keep_last_keeps_the_newest_per_file_and_nothing_else_changes(folder: Pa
         Path(records(folder, "b.jsonl")[0]["archive"]).name,
     }
     # restore still finds the latest original
-    assert compactcli("restore", folder / "a.jsonl").returncode == OK
+    assert run_cli("restore", folder / "a.jsonl", text=True).returncode == OK
     assert (folder / "a.jsonl").read_bytes() == Path(a[-1]["archive"]).read_bytes()
 
 
 def test_a_file_path_prunes_only_that_file(folder: Path) -> None:
-    run = compactcli("prune", "--prune-original", "--keep-last", 0, folder / "b.jsonl")
+    run = run_cli("prune", "--prune-original", "--keep-last", 0, folder / "b.jsonl", text=True)
     assert run.returncode == OK, run.stderr
     assert records(folder, "b.jsonl") == []
     assert len(records(folder, "a.jsonl")) == 3
@@ -92,7 +85,7 @@ def test_a_file_path_prunes_only_that_file(folder: Path) -> None:
 def test_older_than_drops_only_old_entries(folder: Path) -> None:
     age(folder, "a.jsonl", 0, "2020-01-01T00:00:00.000000Z")
     newer = records(folder, "a.jsonl")[1:]
-    run = compactcli("prune", "--prune-original", "--older-than", "30d", folder)
+    run = run_cli("prune", "--prune-original", "--older-than", "30d", folder, text=True)
     assert run.returncode == OK, run.stderr
     assert records(folder, "a.jsonl") == newer
     assert len(records(folder, "b.jsonl")) == 1
@@ -102,7 +95,7 @@ def test_both_rules_drop_what_neither_keeps(folder: Path) -> None:
     age(folder, "a.jsonl", 0, "2020-01-01T00:00:00.000000Z")
     age(folder, "a.jsonl", 2, "2020-01-02T00:00:00.000000Z")
     everything = records(folder, "a.jsonl")
-    run = compactcli("prune", "--prune-original", "--keep-last", 1, "--older-than", "2w", folder)
+    run = run_cli("prune", "--prune-original", "--keep-last", 1, "--older-than", "2w", folder, text=True)
     assert run.returncode == OK, run.stderr
     # entry 0: old and not the last: dropped; entry 1: recent: kept; entry 2: old but the last: kept
     assert records(folder, "a.jsonl") == everything[1:]
@@ -110,7 +103,7 @@ def test_both_rules_drop_what_neither_keeps(folder: Path) -> None:
 
 def test_dry_run_changes_nothing(folder: Path) -> None:
     before = (manifest_lines(folder), archives(folder))
-    run = compactcli("prune", "--prune-original", "--keep-last", 0, "--dry-run", "-v", folder)
+    run = run_cli("prune", "--prune-original", "--keep-last", 0, "--dry-run", "-v", folder, text=True)
     assert run.returncode == OK, run.stderr
     assert "4 archives would be dropped" in run.stderr
     assert f"would drop 3 archives of {folder / 'a.jsonl'} (0 kept)" in run.stderr
@@ -118,8 +111,8 @@ def test_dry_run_changes_nothing(folder: Path) -> None:
 
 
 def test_a_rule_is_required_and_ages_are_checked(folder: Path) -> None:
-    assert compactcli("prune", folder).returncode == USAGE
-    bad = compactcli("prune", "--prune-original", "--older-than", "soon", folder)
+    assert run_cli("prune", folder, text=True).returncode == USAGE
+    bad = run_cli("prune", "--prune-original", "--older-than", "soon", folder, text=True)
     assert bad.returncode == USAGE
     assert "'soon' is not an age" in bad.stderr
 
@@ -127,7 +120,7 @@ def test_a_rule_is_required_and_ages_are_checked(folder: Path) -> None:
 def test_a_folder_others_can_write_is_not_pruned(folder: Path) -> None:
     before = (manifest_lines(folder), archives(folder))
     os.chmod(folder / ".transcripts", 0o777)
-    run = compactcli("prune", "--prune-original", "--keep-last", 0, folder)
+    run = run_cli("prune", "--prune-original", "--keep-last", 0, folder, text=True)
     assert run.returncode == IO_ERR
     assert "writable by group or others" in run.stderr
     assert (manifest_lines(folder), archives(folder)) == before
@@ -142,7 +135,7 @@ def test_an_archive_named_outside_the_folder_is_never_removed(folder: Path) -> N
     (folder / ".transcripts" / "manifest.jsonl").write_bytes(
         b"".join([(json.dumps(forged) + "\n").encode(), *lines[1:]])
     )
-    run = compactcli("prune", "--prune-original", "--keep-last", 0, folder)
+    run = run_cli("prune", "--prune-original", "--keep-last", 0, folder, text=True)
     assert run.returncode == OK, run.stderr
     assert outside.read_text() == "{}\n"
 
@@ -150,17 +143,17 @@ def test_an_archive_named_outside_the_folder_is_never_removed(folder: Path) -> N
 def test_restore_a_folder_puts_every_original_back(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     shutil.copytree(SAMPLES, tree, ignore=shutil.ignore_patterns("*.md"))
-    assert compactcli("micro", tree).returncode == OK
+    assert run_cli("micro", tree, text=True).returncode == OK
     changed = [
         p
         for p in sorted(tree.rglob("*.jsonl"))
         if ".transcripts" not in p.parts and p.read_bytes() != (SAMPLES / p.relative_to(tree)).read_bytes()
     ]
     assert len(changed) >= 3
-    listing = compactcli("restore", "--list", tree)
+    listing = run_cli("restore", "--list", tree, text=True)
     assert listing.returncode == OK, listing.stderr
     assert len(listing.stdout.splitlines()) == len(changed)
-    run = compactcli("restore", tree)
+    run = run_cli("restore", tree, text=True)
     assert run.returncode == OK, run.stderr
     for path in tree.rglob("*.jsonl"):
         if ".transcripts" not in path.parts:
@@ -170,8 +163,8 @@ def test_restore_a_folder_puts_every_original_back(tmp_path: Path) -> None:
 def test_restore_a_folder_with_a_shared_archive_dir(tmp_path: Path) -> None:
     tree, store = tmp_path / "tree", tmp_path / "store"
     shutil.copytree(SAMPLES / "openai", tree)
-    assert compactcli("micro", "--archive-dir", store, tree).returncode == OK
-    run = compactcli("restore", "--archive-dir", store, tree)
+    assert run_cli("micro", "--archive-dir", store, tree, text=True).returncode == OK
+    run = run_cli("restore", "--archive-dir", store, tree, text=True)
     assert run.returncode == OK, run.stderr
     for path in tree.glob("*.jsonl"):
         assert path.read_bytes() == (SAMPLES / "openai" / path.name).read_bytes()
@@ -180,7 +173,7 @@ def test_restore_a_folder_with_a_shared_archive_dir(tmp_path: Path) -> None:
 def test_list_of_a_file_without_history_says_so_and_exits_0(tmp_path: Path) -> None:
     path = tmp_path / "new.jsonl"
     shutil.copy(SAMPLES / "openai" / "session.jsonl", path)
-    run = compactcli("restore", "--list", path)
+    run = run_cli("restore", "--list", path, text=True)
     assert run.returncode == OK
     assert run.stdout == ""
     assert f"{path}: no history" in run.stderr
@@ -193,10 +186,9 @@ def test_a_record_appended_while_prune_rewrites_the_manifest_is_kept(folder: Pat
 
     other = folder / "c.jsonl"
     shutil.copy(SAMPLES / "openai" / "flattened.jsonl", other)
-    script = Path(sys.executable).with_name("compactcli")
     with rewriting_manifest(folder / ".transcripts") as manifest:
         assert manifest is not None
-        micro = subprocess.Popen([str(script), "micro", other], stderr=subprocess.PIPE, text=True)
+        micro = start_cli("micro", other, stderr=subprocess.PIPE, text=True)
         with pytest.raises(subprocess.TimeoutExpired):
             micro.wait(timeout=2)  # waiting for the manifest's lock
         lines = manifest.content.splitlines(keepends=True)
@@ -226,18 +218,20 @@ def test_prune_leaves_the_archives_of_a_transcript_another_run_holds(folder: Pat
         return "The parser was fixed."
 
     a_before = records(folder, "a.jsonl")
-    script = Path(sys.executable).with_name("compactcli")
     with FakeAnthropic() as api:
         api.reply_text = slow_summary
-        summarize = subprocess.Popen(
-            [str(script), "summarize", "--backend", "anthropic", folder / "a.jsonl"],
+        summarize = start_cli(
+            "summarize",
+            "--backend",
+            "anthropic",
+            folder / "a.jsonl",
             env=api.env(),
             stderr=subprocess.PIPE,
             text=True,
         )
         try:
             assert asked.wait(60), "summarize never asked the model"
-            pruned = compactcli("prune", "--prune-original", "--keep-last", 0, "-v", folder)
+            pruned = run_cli("prune", "--prune-original", "--keep-last", 0, "-v", folder, text=True)
         finally:
             answer.set()
             done = summarize.wait(timeout=60)
@@ -249,7 +243,7 @@ def test_prune_leaves_the_archives_of_a_transcript_another_run_holds(folder: Pat
     assert done == OK, summarize.stderr.read()
     assert len(records(folder, "a.jsonl")) == 4
     # Once the run is over, its archives can go.
-    again = compactcli("prune", "--prune-original", "--keep-last", 0, folder)
+    again = run_cli("prune", "--prune-original", "--keep-last", 0, folder, text=True)
     assert again.returncode == OK, again.stderr
     assert records(folder, "a.jsonl") == [] and archives(folder) == set()
 
@@ -258,7 +252,7 @@ def test_transcripts_that_are_gone_are_pruned_together(folder: Path) -> None:
     # Each locks the folder it was in (as a restore recreating it would): once for both.
     (folder / "a.jsonl").unlink()
     (folder / "b.jsonl").unlink()
-    run = compactcli("prune", "--prune-original", "--keep-last", 0, folder)
+    run = run_cli("prune", "--prune-original", "--keep-last", 0, folder, text=True)
     assert run.returncode == OK, run.stderr
     assert manifest_lines(folder) == [] and archives(folder) == set()
 
@@ -268,23 +262,10 @@ def test_many_transcripts_are_pruned_within_a_low_limit_of_open_files(tmp_path: 
     sample = (SAMPLES / "openai" / "session.jsonl").read_bytes()
     for number in range(120):
         (tmp_path / f"s{number:03}.jsonl").write_bytes(sample)
-    assert compactcli("micro", "--keep", 1, "--min-chars", 0, tmp_path).returncode == OK
+    assert run_cli("micro", "--keep", 1, "--min-chars", 0, tmp_path, text=True).returncode == OK
     assert len(archives(tmp_path)) == 120
-    script = Path(sys.executable).with_name("compactcli")
-    run = subprocess.run(
-        [
-            "prlimit",
-            "--nofile=64",
-            str(script),
-            "prune",
-            "--prune-original",
-            "--keep-last",
-            "0",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    run = run_cli(
+        "prune", "--prune-original", "--keep-last", 0, tmp_path, prefix=("prlimit", "--nofile=64"), text=True
     )
     assert run.returncode == OK, run.stderr
     assert "120 archives dropped" in run.stderr
@@ -296,15 +277,17 @@ def test_keep_last_keeps_the_pristine_original_unless_told(folder: Path) -> None
     pristine = Path(a[0]["archive"])
     original = (SAMPLES / "openai" / "session.jsonl").read_bytes()
     assert pristine.read_bytes() == original
-    run = compactcli("prune", "--keep-last", 1, folder)
+    run = run_cli("prune", "--keep-last", 1, folder, text=True)
     assert run.returncode == OK, run.stderr
     assert records(folder, "a.jsonl") == [a[0], a[-1]]  # the pristine original and the newest
     assert "1 archive dropped" in run.stderr
     assert pristine.read_bytes() == original
-    assert compactcli("restore", "--which", 0, folder / "a.jsonl").returncode == OK
+    assert run_cli("restore", "--which", 0, folder / "a.jsonl", text=True).returncode == OK
     assert (folder / "a.jsonl").read_bytes() == original
     # --keep-last 0 keeps it too; --prune-original lets it go
-    assert compactcli("prune", "--keep-last", 0, folder / "b.jsonl").returncode == OK
+    assert run_cli("prune", "--keep-last", 0, folder / "b.jsonl", text=True).returncode == OK
     assert len(records(folder, "b.jsonl")) == 1
-    assert compactcli("prune", "--prune-original", "--keep-last", 0, folder / "b.jsonl").returncode == OK
+    assert (
+        run_cli("prune", "--prune-original", "--keep-last", 0, folder / "b.jsonl", text=True).returncode == OK
+    )
     assert records(folder, "b.jsonl") == []

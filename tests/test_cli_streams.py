@@ -1,5 +1,6 @@
 """One stream, one kind of content: with --json, stdout is JSON lines and nothing else in every mode
-(--dry-run, --check), and a --diff (data) keeps stdout to itself while the JSON goes to stderr."""
+(--dry-run, --check), a --diff (data) keeps stdout to itself while the JSON goes to stderr, and under
+--format github stdout holds workflow commands only (the --dry-run list, for a person, goes to stderr)."""
 
 from __future__ import annotations
 
@@ -73,3 +74,34 @@ def test_check_json_is_only_json_on_stdout(openai: Path) -> None:
     done = run_cli("micro", "--json", "--check", openai, text=True)
     assert done.returncode == 1
     assert [o["exit_code"] for o in json_lines(done.stdout)] == [1, 1]
+
+
+@pytest.mark.parametrize("command", [["micro"], ["summarize", "--backend", "digest"]])
+@pytest.mark.parametrize("check", [[], ["--check"]])
+def test_github_dry_run_keeps_stdout_for_workflow_commands(
+    openai: Path, command: list[str], check: list[str]
+) -> None:
+    (openai / "broken.jsonl").write_text('{"role": "user", "content": "hi"}\nnot json\n')
+    before = untouched(openai)
+    done = run_cli(*command, "--format", "github", "--dry-run", *check, openai, text=True)
+    assert done.returncode == 65, done.stderr
+    annotations = done.stdout.splitlines()
+    # the failed file, and under --check each file that would change: annotations and nothing else
+    assert len(annotations) == (3 if check else 1), done.stdout
+    assert all(line.startswith("::error ") for line in annotations), done.stdout
+    assert any("broken.jsonl,line=2," in line for line in annotations)
+    # the list of what would change is on stderr, as the text format prints it on stdout
+    listed = [line for line in done.stderr.splitlines() if line.startswith(str(openai))]
+    text = run_cli(*command, "--dry-run", openai / "flattened.jsonl", openai / "session.jsonl", text=True)
+    assert listed == text.stdout.splitlines() and listed
+    assert untouched(openai) == before
+
+
+def test_diff_with_dry_run_keeps_stdout_for_the_diff(openai: Path) -> None:
+    done = run_cli("micro", "--diff", "--dry-run", openai, text=True)
+    assert done.returncode == 0, done.stderr
+    for line in done.stdout.splitlines():
+        assert line[:1] in ("-", "+", "@", " "), line
+    assert f"{openai / 'session.jsonl'}:4: clear tool result (message) -> [Previous: used grep]" in (
+        done.stderr.splitlines()
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,10 +19,6 @@ from compactcli.dialects import CODEX
 from compactcli.layers.micro import DEFAULT_PRESERVE, MicroOptions
 from compactcli.pipelines.micro_file import analyze
 from compactcli.pipelines.transcript import detect_dialect
-
-
-def compactcli(*args: object, cwd: Path) -> subprocess.CompletedProcess:
-    return run_cli(*args, cwd=cwd, text=True)
 
 
 def lines_of(path: Path) -> list[dict]:
@@ -78,7 +73,7 @@ def test_a_rollout_starting_with_event_records_is_still_codex(tmp_path: Path):
 def test_micro_clears_old_outputs_and_their_ui_copies(rollout: Path, tmp_path: Path):
     before_bytes = rollout.read_bytes()
     before = lines_of(rollout)
-    run = compactcli("micro", "--json", str(rollout), cwd=tmp_path)
+    run = run_cli("micro", "--json", str(rollout), cwd=tmp_path, text=True)
     assert run.returncode == 0, run.stderr
     stats = json.loads(run.stdout)["stats"]
     assert stats["dialect"] == "codex"
@@ -114,13 +109,13 @@ def test_micro_clears_old_outputs_and_their_ui_copies(rollout: Path, tmp_path: P
     assert len(archives) == 1 and archives[0].read_bytes() == before_bytes
 
     once = rollout.read_bytes()
-    again = compactcli("micro", str(rollout), cwd=tmp_path)
+    again = run_cli("micro", str(rollout), cwd=tmp_path, text=True)
     assert again.returncode == 0 and rollout.read_bytes() == once
 
 
 def test_micro_clear_multimodal_clears_an_image_output_not_the_users_image(rollout: Path, tmp_path: Path):
     before = lines_of(rollout)
-    run = compactcli(
+    run = run_cli(
         "micro",
         "--keep",
         "1",
@@ -130,6 +125,7 @@ def test_micro_clear_multimodal_clears_an_image_output_not_the_users_image(rollo
         "--no-preserve",
         str(rollout),
         cwd=tmp_path,
+        text=True,
     )
     assert run.returncode == 0, run.stderr
     after = lines_of(rollout)
@@ -146,7 +142,9 @@ def test_micro_clear_multimodal_clears_an_image_output_not_the_users_image(rollo
     assert after[screenshot - 1] == before[screenshot - 1]
     # Without --clear-multimodal the image output is kept.
     rollout.write_bytes(codex_rollout.dumps(before))
-    compactcli("micro", "--keep", "1", "--min-chars", "0", "--no-preserve", str(rollout), cwd=tmp_path)
+    run_cli(
+        "micro", "--keep", "1", "--min-chars", "0", "--no-preserve", str(rollout), cwd=tmp_path, text=True
+    )
     assert (
         lines_of(rollout)[output_line(before, "call_view") - 1]
         == before[output_line(before, "call_view") - 1]
@@ -286,7 +284,7 @@ def test_micro_properties_on_generated_rollouts(records, keep, min_chars, preser
 
 
 def test_validate_accepts_the_rollout_and_its_aborted_turn(rollout: Path, tmp_path: Path):
-    run = compactcli("validate", str(rollout), cwd=tmp_path)
+    run = run_cli("validate", str(rollout), cwd=tmp_path, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -349,7 +347,7 @@ def test_validate_names_a_broken_pairing_and_its_line(tmp_path: Path, change: st
         records.insert(at + 1, records[at])
         bad = at + 2
     path = codex_rollout.write(tmp_path / "broken.jsonl", records)
-    run = compactcli("validate", str(path), cwd=tmp_path)
+    run = run_cli("validate", str(path), cwd=tmp_path, text=True)
     assert run.returncode == 1
     assert f"broken.jsonl:{bad}: {rule}" in run.stdout + run.stderr
 
@@ -359,9 +357,9 @@ def test_validate_starts_again_at_a_compaction(tmp_path: Path):
     broken = _without(codex_rollout.records(), _is_output("call_grep"))
     compaction = next(n for n, r in enumerate(broken) if r["type"] == "compacted")
     path = codex_rollout.write(tmp_path / "before-compaction.jsonl", broken[:compaction])
-    assert compactcli("validate", str(path), cwd=tmp_path).returncode == 1
+    assert run_cli("validate", str(path), cwd=tmp_path, text=True).returncode == 1
     path = codex_rollout.write(tmp_path / "compacted.jsonl", broken)
-    assert compactcli("validate", str(path), cwd=tmp_path).returncode == 0
+    assert run_cli("validate", str(path), cwd=tmp_path, text=True).returncode == 0
 
 
 # --- estimate -------------------------------------------------------------------------------------------
@@ -369,7 +367,7 @@ def test_validate_starts_again_at_a_compaction(tmp_path: Path):
 
 def _estimate(path: Path, method: str, cwd: Path) -> dict:
     """estimate's figures for the file (the `stats` of its JSON object)."""
-    run = compactcli("estimate", "--json", "--method", method, str(path), cwd=cwd)
+    run = run_cli("estimate", "--json", "--method", method, str(path), cwd=cwd, text=True)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout)["stats"]
 
@@ -405,7 +403,9 @@ def test_estimate_heuristic_counts_the_base_instructions(rollout: Path, tmp_path
 def test_estimate_usage_without_token_counts_is_no_usage(rollout: Path, tmp_path: Path):
     records = [r for r in lines_of(rollout) if r["payload"].get("type") != "token_count"]
     path = codex_rollout.write(tmp_path / "no-usage.jsonl", records)
-    run = compactcli("estimate", "--method", "usage", "--max-tokens", "100000", str(path), cwd=tmp_path)
+    run = run_cli(
+        "estimate", "--method", "usage", "--max-tokens", "100000", str(path), cwd=tmp_path, text=True
+    )
     assert run.returncode == 1
     assert "no usage recorded" in run.stdout + run.stderr
 
@@ -437,7 +437,9 @@ def summary_prefix_of(text: str) -> str:
 def test_summarize_writes_what_codex_writes_at_a_compaction(rollout: Path, tmp_path: Path):
     before = rollout.read_bytes()
     out = tmp_path / "out.jsonl"
-    run = compactcli("summarize", "--backend", "digest", "--keep-last", "0", "-o", out, rollout, cwd=tmp_path)
+    run = run_cli(
+        "summarize", "--backend", "digest", "--keep-last", "0", "-o", out, rollout, cwd=tmp_path, text=True
+    )
     assert run.returncode == 0, run.stderr
     lines = out.read_bytes().splitlines(keepends=True)
     assert lines[0] == before.splitlines(keepends=True)[0], "session_meta is kept byte for byte, first"
@@ -470,9 +472,9 @@ def test_summarize_writes_what_codex_writes_at_a_compaction(rollout: Path, tmp_p
     seed = _estimate(out, "seed", tmp_path)
     stats = seed.get("stats", seed)
     assert (stats["active_from"], stats["messages"]) == (2, 6)
-    assert compactcli("validate", out, cwd=tmp_path).returncode == 0
+    assert run_cli("validate", out, cwd=tmp_path, text=True).returncode == 0
     # Nothing left to summarize: a second run changes nothing.
-    again = compactcli("summarize", "--backend", "digest", "--keep-last", "0", out, cwd=tmp_path)
+    again = run_cli("summarize", "--backend", "digest", "--keep-last", "0", out, cwd=tmp_path, text=True)
     assert again.returncode == 0 and out.read_bytes() == b"".join(lines)
 
 
@@ -480,7 +482,7 @@ def test_summarize_keeps_the_tail_byte_for_byte_and_calls_with_their_outputs(tmp
     records = before_compaction()
     path = codex_rollout.write(tmp_path / "rollout.jsonl", records)
     before = path.read_bytes().splitlines(keepends=True)
-    run = compactcli("summarize", "--backend", "digest", "--keep-last", "3", path, cwd=tmp_path)
+    run = run_cli("summarize", "--backend", "digest", "--keep-last", "3", path, cwd=tmp_path, text=True)
     assert run.returncode == 0, run.stderr
     after = path.read_bytes().splitlines(keepends=True)
     # The last three items are the view_image call, its output and the answer; the cut moves to the call.
@@ -489,7 +491,7 @@ def test_summarize_keeps_the_tail_byte_for_byte_and_calls_with_their_outputs(tmp
     )
     assert after[3:] == before[view_call - 1 :]
     assert [json.loads(raw)["type"] for raw in after[:3]] == ["session_meta", "compacted", "event_msg"]
-    assert compactcli("validate", path, cwd=tmp_path).returncode == 0
+    assert run_cli("validate", path, cwd=tmp_path, text=True).returncode == 0
 
 
 def test_summarize_keeps_the_users_recent_messages_within_a_budget():
@@ -505,7 +507,7 @@ def test_summarize_keeps_the_users_recent_messages_within_a_budget():
 
 def test_replay_counts_model_calls_and_resets_at_the_recorded_compaction(rollout: Path, tmp_path: Path):
     timeline = tmp_path / "timeline.jsonl"
-    run = compactcli(
+    run = run_cli(
         "replay",
         "--backend",
         "digest",
@@ -515,6 +517,7 @@ def test_replay_counts_model_calls_and_resets_at_the_recorded_compaction(rollout
         timeline,
         rollout,
         cwd=tmp_path,
+        text=True,
     )
     assert run.returncode == 0, run.stderr
     rows = [json.loads(line) for line in timeline.read_text().splitlines()]
@@ -557,7 +560,9 @@ def _previous_item(records: list[dict], line: int) -> dict | None:
 
 def test_replay_auto_compacts_the_way_codex_does(rollout: Path, tmp_path: Path):
     out = tmp_path / "context.jsonl"
-    run = compactcli("replay", "--backend", "digest", "--threshold", "300", "-o", out, rollout, cwd=tmp_path)
+    run = run_cli(
+        "replay", "--backend", "digest", "--threshold", "300", "-o", out, rollout, cwd=tmp_path, text=True
+    )
     assert run.returncode == 0, run.stderr
     records = lines_of(out)
     assert records[0] == lines_of(rollout)[0]
@@ -565,21 +570,21 @@ def test_replay_auto_compacts_the_way_codex_does(rollout: Path, tmp_path: Path):
     assert records[1]["payload"]["replacement_history"][-1]["content"][0]["text"].startswith(
         "[Conversation compressed. Transcript: "
     )
-    assert compactcli("validate", out, cwd=tmp_path).returncode == 0
+    assert run_cli("validate", out, cwd=tmp_path, text=True).returncode == 0
 
 
 def test_restore_puts_the_original_back(rollout: Path, tmp_path: Path):
     before = rollout.read_bytes()
-    assert compactcli("micro", rollout, cwd=tmp_path).returncode == 0
-    assert compactcli("summarize", "--backend", "digest", rollout, cwd=tmp_path).returncode == 0
+    assert run_cli("micro", rollout, cwd=tmp_path, text=True).returncode == 0
+    assert run_cli("summarize", "--backend", "digest", rollout, cwd=tmp_path, text=True).returncode == 0
     summarized = rollout.read_bytes()
     assert summarized != before and b'"type":"compacted"' in summarized
-    assert compactcli("restore", rollout, cwd=tmp_path).returncode == 0
+    assert run_cli("restore", rollout, cwd=tmp_path, text=True).returncode == 0
     micro_only = rollout.read_bytes()  # the latest archive: what micro wrote, before the summary
     assert micro_only not in (summarized, before) and assert_only_results_cleared(
         "codex", before, micro_only, is_default_placeholder
     )
-    assert compactcli("restore", "--which", "0", rollout, cwd=tmp_path).returncode == 0
+    assert run_cli("restore", "--which", "0", rollout, cwd=tmp_path, text=True).returncode == 0
     assert rollout.read_bytes() == before
 
 
@@ -608,22 +613,24 @@ def test_real_rollout_through_every_command(original: Path, tmp_path: Path):
     work.write_bytes(original.read_bytes())
     before = work.read_bytes()
 
-    assert compactcli("validate", str(work), cwd=tmp_path).returncode == 0
+    assert run_cli("validate", str(work), cwd=tmp_path, text=True).returncode == 0
     usage = _estimate(work, "usage", tmp_path)
     assert usage["tokens"] == last_recorded_context(work) > 0
     heuristic = _estimate(work, "heuristic", tmp_path)["tokens"]
     assert 0.5 * usage["tokens"] < heuristic < 1.5 * usage["tokens"]
 
-    run = compactcli("micro", "--json", str(work), cwd=tmp_path)
+    run = run_cli("micro", "--json", str(work), cwd=tmp_path, text=True)
     assert run.returncode == 0, run.stderr
     stats = json.loads(run.stdout)["stats"]
     after = work.read_bytes()
     assert stats["cleared"] > 0 and stats["ui_copies_cleared"] > 0 and len(after) < len(before)
     assert assert_only_results_cleared("codex", before, after, is_default_placeholder) == stats["cleared"]
-    assert compactcli("validate", str(work), cwd=tmp_path).returncode == 0
+    assert run_cli("validate", str(work), cwd=tmp_path, text=True).returncode == 0
 
     out = tmp_path / "summarized.jsonl"
-    run = compactcli("summarize", "--backend", "digest", "--keep-last", "0", "-o", out, work, cwd=tmp_path)
+    run = run_cli(
+        "summarize", "--backend", "digest", "--keep-last", "0", "-o", out, work, cwd=tmp_path, text=True
+    )
     assert run.returncode == 0, run.stderr
     records = lines_of(out)
     assert records[0] == json.loads(before.splitlines()[0])
@@ -631,12 +638,12 @@ def test_real_rollout_through_every_command(original: Path, tmp_path: Path):
     history = records[1]["payload"]["replacement_history"]
     assert history[-1]["content"][0]["text"] == records[1]["payload"]["message"]
     assert any(item.get("role") == "developer" for item in history)
-    assert compactcli("validate", out, cwd=tmp_path).returncode == 0
+    assert run_cli("validate", out, cwd=tmp_path, text=True).returncode == 0
     seed = _estimate(out, "seed", tmp_path)
     assert seed.get("stats", seed)["active_from"] == 2
 
-    replayed = compactcli(
-        "replay", "--backend", "digest", "-o", tmp_path / "replayed.jsonl", work, cwd=tmp_path
+    replayed = run_cli(
+        "replay", "--backend", "digest", "-o", tmp_path / "replayed.jsonl", work, cwd=tmp_path, text=True
     )
     assert replayed.returncode == 0, replayed.stderr
 
@@ -684,7 +691,7 @@ def _numbered_rollout(path: Path) -> list[dict]:
 def test_micro_clears_the_output_copy_in_an_item_completed_event(tmp_path: Path):
     rollout = tmp_path / "rollout.jsonl"
     before = _numbered_rollout(rollout)
-    run = compactcli("micro", "--keep", "1", "--json", rollout, cwd=tmp_path)
+    run = run_cli("micro", "--keep", "1", "--json", rollout, cwd=tmp_path, text=True)
     assert run.returncode == 0, run.stderr
     stats = json.loads(run.stdout)["stats"]
     assert (stats["cleared"], stats["ui_copies_cleared"]) == (2, 2)
@@ -704,7 +711,7 @@ def test_summarize_numbers_its_records_in_a_numbered_rollout(tmp_path: Path):
     """Codex 0.171 refuses to resume a rollout whose last line has no ordinal."""
     rollout = tmp_path / "rollout.jsonl"
     _numbered_rollout(rollout)
-    run = compactcli("summarize", "--backend", "digest", rollout, cwd=tmp_path)
+    run = run_cli("summarize", "--backend", "digest", rollout, cwd=tmp_path, text=True)
     assert run.returncode == 0, run.stderr
     after = lines_of(rollout)
     assert [(r["ordinal"], r["type"]) for r in after] == [
@@ -716,7 +723,7 @@ def test_summarize_numbers_its_records_in_a_numbered_rollout(tmp_path: Path):
 
 
 def test_summarize_writes_no_ordinal_into_a_rollout_without_them(rollout: Path, tmp_path: Path):
-    run = compactcli("summarize", "--backend", "digest", rollout, cwd=tmp_path)
+    run = run_cli("summarize", "--backend", "digest", rollout, cwd=tmp_path, text=True)
     assert run.returncode == 0, run.stderr
     assert not any("ordinal" in r for r in lines_of(rollout))
 
@@ -762,7 +769,7 @@ def test_drop_thinking_takes_the_ids_of_the_items_whose_reasoning_it_drops(tmp_p
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     original = path.read_bytes().splitlines(keepends=True)
 
-    done = compactcli("micro", "--keep", "10", "--drop-thinking", path, cwd=tmp_path)
+    done = run_cli("micro", "--keep", "10", "--drop-thinking", path, cwd=tmp_path, text=True)
     assert done.returncode == 0, done.stderr
 
     out = path.read_bytes().splitlines(keepends=True)
@@ -778,7 +785,7 @@ def test_drop_thinking_takes_the_ids_of_the_items_whose_reasoning_it_drops(tmp_p
     assert payloads[1:-5] == expected
     if not ids:  # nothing but the reasoning lines changed
         assert out[1:-5] == [line for line in original[1:-5] if b'"reasoning"' not in line]
-    again = compactcli("micro", "--keep", "10", "--drop-thinking", path, cwd=tmp_path)
+    again = run_cli("micro", "--keep", "10", "--drop-thinking", path, cwd=tmp_path, text=True)
     assert again.returncode == 0 and path.read_bytes() == b"".join(out)
 
 
@@ -786,7 +793,9 @@ def test_dry_run_says_that_drop_thinking_takes_an_item_s_id(tmp_path: Path) -> N
     path = tmp_path / "rollout.jsonl"
     records = _responses_with_ids(True)
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    done = compactcli("micro", "--keep", "10", "--drop-thinking", "--dry-run", "-v", path, cwd=tmp_path)
+    done = run_cli(
+        "micro", "--keep", "10", "--drop-thinking", "--dry-run", "-v", path, cwd=tmp_path, text=True
+    )
     assert done.returncode == 0, done.stderr
     said = {}
     for line in done.stdout.splitlines() + done.stderr.splitlines():

@@ -6,7 +6,6 @@ from the heuristic's rates (compactcli.counting.tokens)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from functools import partial
 from pathlib import Path
 
@@ -26,10 +25,6 @@ B_WHOLE = "b" * 48  # exactly the budget: whole
 C_CUT = "c" * 30 + "…40 chars truncated…" + "c" * 30  # 100 bytes, 60 kept
 E_CUT = "eeeee…10 chars truncated…eeeee"  # the 10 bytes left of the budget after 50 of d
 OMITTED = "[omitted 1 text items ...]"
-
-
-def compactcli(*args: object, cwd: Path) -> subprocess.CompletedProcess:
-    return run_cli(*args, cwd=cwd, text=True)
 
 
 def _record(records: list[dict], kind: str, payload: dict) -> None:
@@ -100,7 +95,7 @@ write = partial(write_jsonl, ensure_ascii=False)
 
 
 def estimate(path: Path, cwd: Path, *options: str) -> dict:
-    run = compactcli("estimate", "--format", "json", "--method", "heuristic", *options, path, cwd=cwd)
+    run = run_cli("estimate", "--format", "json", "--method", "heuristic", *options, path, cwd=cwd, text=True)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout)["stats"]
 
@@ -161,7 +156,7 @@ def test_a_turn_without_a_policy_keeps_its_outputs_whole(tmp_path: Path) -> None
 def test_estimate_top_lists_an_output_at_what_the_model_was_sent(tmp_path: Path) -> None:
     # micro keeps the last 3 results: c1 is the one it would clear, and what that saves is the cut output.
     path = write(tmp_path / "rollout.jsonl", rollout())
-    run = compactcli("estimate", "--format", "json", "--top", "5", path, cwd=tmp_path)
+    run = run_cli("estimate", "--format", "json", "--top", "5", path, cwd=tmp_path, text=True)
     assert run.returncode == 0, run.stderr
     top = json.loads(run.stdout)["stats"]["top"]
     assert [(entry["tool_use_id"], entry["tokens"]) for entry in top] == [("c1", 41)]
@@ -173,7 +168,7 @@ def test_replay_counts_an_output_under_the_policy_of_its_own_turn(tmp_path: Path
     # that turn_context: each output still counts as its own turn cut it, as estimate reads it.
     path = write(tmp_path / "rollout.jsonl", rollout(last={"mode": "tokens", "limit": 1_000_000}))
     stats = estimate(path, tmp_path)
-    run = compactcli(
+    run = run_cli(
         "replay",
         "--json",
         "--estimator",
@@ -186,6 +181,7 @@ def test_replay_counts_an_output_under_the_policy_of_its_own_turn(tmp_path: Path
         "100",
         path,
         cwd=tmp_path,
+        text=True,
     )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["stats"]["final_tokens"] == stats["tokens"]
@@ -207,6 +203,6 @@ def test_calibrate_measures_codex_calls_against_what_the_model_was_sent(tmp_path
     # (each category is rounded on its own at both calls: the difference may be one off; the whole output
     # would add about 45)
     assert abs(intervals[0].estimated["heuristic"] - between.tokens) <= 1
-    run = compactcli("estimate", "--calibrate", "--format", "json", path, cwd=tmp_path)
+    run = run_cli("estimate", "--calibrate", "--format", "json", path, cwd=tmp_path, text=True)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["next_call"]["auto"]["n"] == 1

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from helpers.cli import run_cli
+from helpers.files import write_jsonl
 from helpers.invariants import assert_only_results_cleared, is_default_placeholder
 
 from compactcli import dialects
@@ -138,3 +139,64 @@ def test_summarize_appends_copilots_compaction_and_writes_its_checkpoint(tmp_pat
         assert checkpoint.read_text() == summary + "\n"
         assert [r["type"] for r in records[-2:]] == ["assistant.message", "assistant.turn_end"]
         assert run_cli("validate", path, text=True).returncode == 0
+
+
+def _call(call_id: str, name: str, output: str, hook_text: str | None = None) -> list[dict]:
+    """A tool call as Copilot records it with a postToolUse hook configured: the request, the hook's run
+    (its input holds a copy of the result: `hook_text`, the output by default), then the completion."""
+    copy = {"textResultForLlm": output if hook_text is None else hook_text, "resultType": "success"}
+    copy |= {"sessionLog": output, "contents": [{"type": "terminal", "text": output}], "toolTelemetry": {}}
+    hook = {"toolName": name, "toolArgs": {"command": "run"}, "toolResult": copy}
+    found = [
+        event("assistant.message", content="", toolRequests=[{"toolCallId": call_id, "name": name}]),
+        event("hook.start", hookInvocationId=f"h-{call_id}", hookType="postToolUse", input=hook),
+        event("hook.end", hookInvocationId=f"h-{call_id}", hookType="postToolUse", success=True),
+        event("tool.execution_complete", toolCallId=call_id, success=True, result={"content": output}),
+    ]
+    return [dict(e, id=f"{e['id']}-{call_id}") for e in found]
+
+
+def test_micro_clears_a_post_tool_use_hooks_copy_with_the_result_it_copies(tmp_path):
+    """A postToolUse hook.start names no call: it copies the result of the next completion of that tool
+    with that very text (docs/design.md, "micro and estimate")."""
+    same = "a" * 500  # c1 and c4 return the same text: each takes its own hook's copy
+    calls = [
+        _call("c1", "bash", same),
+        _call("c2", "bash", "b" * 500, hook_text="what the hook saw differs"),  # no copy of c2
+        _call("c3", "bash", "c" * 500),
+        _call("c4", "view", "d" * 500),  # preserved
+        _call("c5", "bash", same),  # the last: kept
+    ]
+    path = write_jsonl(tmp_path / "events.jsonl", [event("session.start"), *(e for c in calls for e in c)])
+    before = path.read_bytes().splitlines(keepends=True)
+    done = run_cli("micro", "--keep", "1", "--json", path, text=True)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout)["stats"]
+    assert (stats["cleared"], stats["ui_copies_cleared"]) == (3, 2)
+    after = path.read_bytes().splitlines(keepends=True)
+    hooks = {r["id"]: r["data"]["input"]["toolResult"] for r in events(path) if r["type"] == "hook.start"}
+    placeholder = "[Previous: used bash]"
+    emptied = {"textResultForLlm": placeholder, "sessionLog": "", "contents": []}
+    for call in ("c1", "c3"):
+        assert {k: hooks[f"e-hook.start-{call}"][k] for k in emptied} == emptied, call
+    assert hooks["e-hook.start-c2"]["textResultForLlm"] == "what the hook saw differs"
+    assert hooks["e-hook.start-c2"]["sessionLog"] == "b" * 500  # not a copy: kept
+    assert hooks["e-hook.start-c4"]["textResultForLlm"] == "d" * 500
+    assert hooks["e-hook.start-c5"]["textResultForLlm"] == same
+    changed = [n for n, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    assert changed == [2, 4, 8, 10, 12]  # c1's hook and result, c2's result, c3's hook and result
+    assert run_cli("validate", path).returncode == 0
+    again = run_cli("micro", "--keep", "1", path, text=True)
+    assert again.returncode == 0 and path.read_bytes().splitlines(keepends=True) == after
+
+
+def test_estimate_counts_the_summary_of_a_session_summarize_left_with_its_compaction_only(tmp_path):
+    # summarize with nothing kept leaves session.start and the compaction events: the summary is the context.
+    path = tmp_path / "events.jsonl"
+    shutil.copyfile(SAMPLE, path)
+    assert run_cli("summarize", "-q", "--backend", "digest", path).returncode == 0
+    done = run_cli("estimate", "--method", "heuristic", "--json", path, text=True)
+    stats = json.loads(done.stdout)["stats"]
+    summary = events(path)[-1]["data"]["summaryContent"]
+    assert stats["messages"] == 1
+    assert stats["by_category"]["text"] > len(summary) // 8  # the summary's words, not an empty context

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from helpers import bigfile
+from helpers.cli import environ, run_cli, start_cli
 
 needs_dask = pytest.mark.skipif(
     find_spec("distributed") is None, reason="needs the dask extra: pip install 'compactcli[dask]'"
@@ -26,14 +27,10 @@ needs_dask = pytest.mark.skipif(
 FILES_PER_DIALECT = 3
 
 
-def cli() -> list[str]:
-    beside = Path(sys.executable).with_name("compactcli")
-    return [str(beside)] if beside.exists() else [sys.executable, "-m", "compactcli"]
-
-
-def run(*args: object, timeout: float = 120, **env_vars: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "DASK_SCHEDULER_ADDRESS"} | env_vars
-    return subprocess.run([*cli(), *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env)
+@pytest.fixture(autouse=True)
+def no_scheduler_of_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local runs are local: a DASK_SCHEDULER_ADDRESS of the machine would be taken as --scheduler."""
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
 
 
 def json_lines(text: str) -> list[dict]:
@@ -98,8 +95,8 @@ def files_under(root: Path) -> dict[str, bytes]:
 def test_read_only_commands_report_the_same_on_a_cluster(cluster, transcripts, command: str) -> None:
     address, _ = cluster
     root, _ = transcripts
-    local = run(command, root, "--json")
-    on_cluster = run(command, root, "--json", "--scheduler", address)
+    local = run_cli(command, root, "--json", text=True)
+    on_cluster = run_cli(command, root, "--json", "--scheduler", address, text=True)
     assert on_cluster.returncode == local.returncode == 65  # the broken file, on both
     assert on_cluster.stdout == local.stdout
     outcomes = json_lines(on_cluster.stdout)
@@ -114,8 +111,10 @@ def test_micro_output_dir_on_a_cluster_is_byte_identical_to_a_local_run(
     address, _ = cluster
     root, expected = transcripts
     before = files_under(root)
-    local = run("micro", root, "--output-dir", tmp_path / "local", "--json")
-    on_cluster = run("micro", root, "--output-dir", tmp_path / "dask", "--json", "--scheduler", address)
+    local = run_cli("micro", root, "--output-dir", tmp_path / "local", "--json", text=True)
+    on_cluster = run_cli(
+        "micro", root, "--output-dir", tmp_path / "dask", "--json", "--scheduler", address, text=True
+    )
     assert on_cluster.returncode == local.returncode == 65
     written = files_under(tmp_path / "dask")
     assert written == files_under(tmp_path / "local")
@@ -142,7 +141,7 @@ def test_micro_in_place_on_a_cluster_archives_and_rewrites_like_a_local_run(
     work = tmp_path / "work"
     shutil.copytree(root, work)
     (work / "broken.jsonl").unlink()
-    done = run("micro", work, "--scheduler", address)
+    done = run_cli("micro", work, "--scheduler", address, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().endswith(f"{len(expected)} files compacted, 0 unchanged")
     assert files_under(work) == expected
@@ -154,8 +153,13 @@ def test_micro_in_place_on_a_cluster_archives_and_rewrites_like_a_local_run(
 def test_a_scheduler_that_cannot_be_reached_fails_before_any_file(transcripts) -> None:
     root, _ = transcripts
     # dask's own setting, as a user would shorten the wait
-    done = run(
-        "estimate", root, "--scheduler", "tcp://127.0.0.1:9", DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s"
+    done = run_cli(
+        "estimate",
+        root,
+        "--scheduler",
+        "tcp://127.0.0.1:9",
+        text=True,
+        env=environ(DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s"),
     )
     assert done.returncode == 74
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in done.stderr
@@ -232,8 +236,13 @@ def test_a_killed_worker_loses_no_file_its_work_runs_again(cluster, transcripts,
     root, expected = transcripts
     pipe, fd = held_pipe
     content = (root / next(iter(expected))).read_bytes()
-    job = subprocess.Popen(
-        [*cli(), "estimate", root, pipe, "--json", "--scheduler", address],
+    job = start_cli(
+        "estimate",
+        root,
+        pipe,
+        "--json",
+        "--scheduler",
+        address,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -274,8 +283,13 @@ def test_a_file_whose_worker_keeps_dying_is_reported_failed_and_the_others_done(
 
     before = client.run_on_scheduler(allowed_failures, 0)  # give up on a task at its first lost worker
     try:
-        job = subprocess.Popen(
-            [*cli(), "estimate", root, pipe, "--json", "--scheduler", address],
+        job = start_cli(
+            "estimate",
+            root,
+            pipe,
+            "--json",
+            "--scheduler",
+            address,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -311,8 +325,6 @@ def _keep_killing(pipe: Path, client, job: subprocess.Popen) -> None:
 def test_the_scheduler_can_come_from_the_configuration_file(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.compactcli]\nscheduler = "local:0"\n')
     (tmp_path / "t.jsonl").write_text('{"role": "user", "content": "hi"}\n')
-    done = subprocess.run(
-        [*cli(), "estimate", "t.jsonl"], capture_output=True, text=True, timeout=60, cwd=tmp_path
-    )
+    done = run_cli("estimate", "t.jsonl", cwd=tmp_path, text=True)
     assert done.returncode == 2  # the file's value reached --scheduler and was checked there
     assert "local:N takes a number of workers N >= 1" in done.stderr

@@ -124,7 +124,15 @@ def test_micro_clears_an_output_in_every_version_and_keep_counts_calls(tmp_path)
     # c1 and c2 are the oldest of five calls; c1 is in two versions of g1, cleared in both
     assert outputs[(2, "c1")] == outputs[(4, "c1")] == outputs[(4, "c2")] == placeholder
     assert [outputs[(n, f"c{n - 2}")] for n in (5, 6, 7)] == [BIG] * 3
-    assert parsed[4]["toolCalls"][0]["resultDisplay"] == BIG  # the UI's rendering stays
+    displays = {
+        (number, c["id"]): c["resultDisplay"]
+        for number, r in enumerate(parsed)
+        for c in r.get("toolCalls", [])
+        if "resultDisplay" in c
+    }
+    # the UI's rendering of a cleared output shows the placeholder, in every version; the kept ones stay
+    assert displays[(2, "c1")] == displays[(4, "c1")] == displays[(4, "c2")] == placeholder
+    assert [displays[(n, f"c{n - 2}")] for n in (5, 6, 7)] == [BIG] * 3
     assert [a == b for a, b in zip(before, after, strict=True)] == [
         True,
         True,
@@ -139,6 +147,43 @@ def test_micro_clears_an_output_in_every_version_and_keep_counts_calls(tmp_path)
     assert validate.returncode == 0, validate.stdout
     again = run_cli("micro", path, cwd=tmp_path)
     assert again.returncode == 0 and path.read_bytes() == b"".join(after)
+
+
+# resultDisplay as Gemini CLI writes it: a shell's output as lines of styled tokens (AnsiOutput), an edit's
+# file diff, the todo list.
+ANSI = [[{"text": "x" * 300, "bold": False, "fg": "", "bg": ""}], [{"text": "done", "bold": True}]]
+FILE_DIFF = {
+    "fileDiff": "--- a\n+++ b\n",
+    "fileName": "a.py",
+    "filePath": "/p/a.py",
+    "originalContent": "old",
+    "newContent": "new",
+}
+TODOS = {"todos": [{"description": "fix the loader", "status": "in_progress"}]}
+
+
+@pytest.mark.parametrize(
+    ("display", "cleared"),
+    [(BIG, True), (ANSI, True), ("", False), (None, False), (FILE_DIFF, False), (TODOS, False)],
+    ids=["text", "ansi-lines", "empty", "null", "file-diff", "todo-list"],
+)
+def test_micro_clears_the_rendering_of_a_cleared_output_and_keeps_what_gemini_cli_reads(
+    tmp_path, display, cleared
+):
+    old = [call("c0"), call("c1")]
+    for entry in old:
+        entry["resultDisplay"] = display
+    checkpoint = {"$set": {"messages": [user("u", "go"), gemini("g0", "", old[:1])], "lastUpdated": "t"}}
+    later = [gemini(f"g{n}", "", [call(f"c{n}")]) for n in range(2, 5)]
+    path = write(tmp_path / "s.jsonl", [HEADER, checkpoint, gemini("g1", "", old[1:]), *later])
+    run = run_cli("micro", "--json", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["stats"]["cleared"] == 2  # c0 in the checkpoint, c1 in its record
+    parsed = [json.loads(line) for line in path.read_text().splitlines()]
+    copies = [parsed[1]["$set"]["messages"][1]["toolCalls"][0], parsed[2]["toolCalls"][0]]
+    placeholder = "[Previous: used run_shell_command]"
+    assert [c["resultDisplay"] for c in copies] == [placeholder if cleared else display] * 2
+    assert [c["resultDisplay"] for r in parsed[3:] for c in r["toolCalls"]] == [BIG] * 3
 
 
 def test_micro_keeps_read_file_by_default(tmp_path):

@@ -6,12 +6,11 @@ settings.json, with the timeout in milliseconds, and send `session_id`, `transcr
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
-from helpers.cli import compactcli_command, run_cli
+from helpers.cli import compactcli_command, home_env, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 GEMINI_SAMPLE = ROOT / "samples" / "gemini-cli" / "session.jsonl"
@@ -44,11 +43,6 @@ def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
 
 
-def _env(home: Path, **extra: str) -> dict[str, str]:
-    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TMPDIR")}
-    return {**keep, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), **extra}
-
-
 def _ours(settings: dict) -> list[dict]:
     return [h for g in settings["hooks"]["SessionEnd"] for h in g["hooks"] if " hook " in h["command"] + " "]
 
@@ -64,7 +58,7 @@ def test_install_adds_a_session_end_hook_in_milliseconds_and_uninstall_gives_the
     path.parent.mkdir()
     path.write_text(text)
 
-    run = run_cli("hooks", "install", agent, env=_env(home), text=True)
+    run = run_cli("hooks", "install", agent, env=home_env(home), text=True)
     assert run.returncode == 0, run.stderr
     settings, before = json.loads(path.read_text()), json.loads(text)
     assert {k: v for k, v in settings.items() if k != "hooks"} == {
@@ -80,28 +74,28 @@ def test_install_adds_a_session_end_hook_in_milliseconds_and_uninstall_gives_the
     assert len(list(path.parent.glob("settings.json.compactcli-*.bak"))) == 1
 
     once = path.read_bytes()
-    again = run_cli("hooks", "install", agent, env=_env(home), text=True)
+    again = run_cli("hooks", "install", agent, env=home_env(home), text=True)
     assert again.returncode == 0 and "already installed" in again.stderr
     assert path.read_bytes() == once
 
-    status = run_cli("hooks", "status", env=_env(home), text=True)
+    status = run_cli("hooks", "status", env=home_env(home), text=True)
     assert f"{agent}: installed in {path} (SessionEnd)" in status.stdout
 
-    run = run_cli("hooks", "uninstall", agent, env=_env(home), text=True)
+    run = run_cli("hooks", "uninstall", agent, env=home_env(home), text=True)
     assert run.returncode == 0, run.stderr
     assert path.read_text() == text
 
 
 def test_qwen_code_settings_follow_qwen_home_and_a_project_has_its_own(home: Path, tmp_path: Path) -> None:
     qwen_home = tmp_path / "qwen-home"
-    run = run_cli("hooks", "install", "qwen-code", env=_env(home, QWEN_HOME=str(qwen_home)), text=True)
+    run = run_cli("hooks", "install", "qwen-code", env=home_env(home, QWEN_HOME=str(qwen_home)), text=True)
     assert run.returncode == 0, run.stderr
     assert len(_ours(json.loads((qwen_home / "settings.json").read_text()))) == 1
     assert not (home / ".qwen").exists()
 
     project = tmp_path / "app"
     project.mkdir()
-    run = run_cli("hooks", "install", "gemini-cli", "--project", str(project), env=_env(home), text=True)
+    run = run_cli("hooks", "install", "gemini-cli", "--project", str(project), env=home_env(home), text=True)
     assert run.returncode == 0, run.stderr
     assert len(_ours(json.loads((project / ".gemini" / "settings.json").read_text()))) == 1
     assert not (home / ".gemini").exists()
@@ -113,7 +107,7 @@ def test_a_gemini_settings_file_with_comments_is_refused_and_left_as_it_is(home:
     path.parent.mkdir()
     text = '{\n  // my settings\n  "general": {}\n}\n'
     path.write_text(text)
-    run = run_cli("hooks", "install", "gemini-cli", env=_env(home), text=True)
+    run = run_cli("hooks", "install", "gemini-cli", env=home_env(home), text=True)
     assert run.returncode == 65
     assert str(path) in run.stderr
     assert path.read_text() == text
@@ -172,7 +166,7 @@ def test_session_end_micro_compacts_that_session_and_archives_it(home: Path, mak
     original = path.read_bytes()
     before = _responses(path)
 
-    run = run_cli("hook", stdin=_payload(path, session_id), env=_env(home), text=True)  # agent guessed
+    run = run_cli("hook", stdin=_payload(path, session_id), env=home_env(home), text=True)  # agent guessed
 
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""
@@ -192,7 +186,7 @@ def test_a_payload_naming_another_session_leaves_the_file_untouched(home: Path, 
     path, _ = make(home)
     original = path.read_bytes()
     run = run_cli(
-        "hook", stdin=_payload(path, "0b5e7a40-1c2d-4e5f-8a9b-0c1d2e3f4a5b"), env=_env(home), text=True
+        "hook", stdin=_payload(path, "0b5e7a40-1c2d-4e5f-8a9b-0c1d2e3f4a5b"), env=home_env(home), text=True
     )
     assert run.returncode == 0  # the hook never fails its agent
     assert "not the transcript of session" in run.stderr
@@ -220,7 +214,7 @@ def test_copilot_install_lists_the_handler_under_session_end_and_uninstall_gives
     path = home / ".copilot" / "settings.json"
     path.parent.mkdir()
     path.write_text(COPILOT_SETTINGS)
-    run = run_cli("hooks", "install", "copilot", env=_env(home), text=True)
+    run = run_cli("hooks", "install", "copilot", env=home_env(home), text=True)
     assert run.returncode == 0, run.stderr
     settings = json.loads(path.read_text())
     assert settings["footer"] == {"showQuota": False}
@@ -232,11 +226,11 @@ def test_copilot_install_lists_the_handler_under_session_end_and_uninstall_gives
         "timeoutSec": 30,  # seconds: Copilot's unit
     }
     once = path.read_bytes()
-    assert "already installed" in run_cli("hooks", "install", "copilot", env=_env(home), text=True).stderr
+    assert "already installed" in run_cli("hooks", "install", "copilot", env=home_env(home), text=True).stderr
     assert path.read_bytes() == once
-    status = run_cli("hooks", "status", env=_env(home), text=True)
+    status = run_cli("hooks", "status", env=home_env(home), text=True)
     assert f"copilot: installed in {path} (SessionEnd): {ours['bash']}" in status.stdout
-    assert run_cli("hooks", "uninstall", "copilot", env=_env(home), text=True).returncode == 0
+    assert run_cli("hooks", "uninstall", "copilot", env=home_env(home), text=True).returncode == 0
     assert path.read_text() == COPILOT_SETTINGS
 
 
@@ -244,14 +238,12 @@ def test_copilot_settings_follow_copilot_home_and_an_empty_home_gets_only_the_ho
     home: Path, tmp_path: Path
 ) -> None:
     copilot_home = tmp_path / "copilot-home"
-    run = run_cli("hooks", "install", "copilot", env=_env(home, COPILOT_HOME=str(copilot_home)), text=True)
+    env = home_env(home, COPILOT_HOME=str(copilot_home))
+    run = run_cli("hooks", "install", "copilot", env=env, text=True)
     assert run.returncode == 0, run.stderr
     settings = json.loads((copilot_home / "settings.json").read_text())
     assert list(settings) == ["hooks"] and len(settings["hooks"]["SessionEnd"]) == 1
-    assert (
-        run_cli("hooks", "uninstall", "copilot", env=_env(home, COPILOT_HOME=str(copilot_home))).returncode
-        == 0
-    )
+    assert run_cli("hooks", "uninstall", "copilot", env=env).returncode == 0
     assert json.loads((copilot_home / "settings.json").read_text()) == {}
 
 
@@ -268,7 +260,7 @@ def test_copilot_session_end_finds_the_events_by_the_session_id(home: Path) -> N
         "cwd": "/home/dev/tally",
         "reason": "complete",
     }
-    run = run_cli("hook", "--agent", "copilot", stdin=json.dumps(payload), env=_env(home), text=True)
+    run = run_cli("hook", "--agent", "copilot", stdin=json.dumps(payload), env=home_env(home), text=True)
     assert run.returncode == 0 and run.stderr == "", run.stderr
     assert events.read_bytes() != original
     cleared = [
@@ -282,6 +274,6 @@ def test_copilot_session_end_finds_the_events_by_the_session_id(home: Path) -> N
 
     payload["session_id"] = "0b5e7a40-1c2d-4e5f-8a9b-0c1d2e3f4a5b"  # no such session: nothing touched
     now = events.read_bytes()
-    run = run_cli("hook", "--agent", "copilot", stdin=json.dumps(payload), env=_env(home), text=True)
+    run = run_cli("hook", "--agent", "copilot", stdin=json.dumps(payload), env=home_env(home), text=True)
     assert run.returncode == 0 and "no such transcript" in run.stderr
     assert events.read_bytes() == now

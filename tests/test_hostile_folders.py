@@ -21,27 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.cli import run_cli, start_cli
 from helpers.other_user import NOBODY, cli_as, needs_root
 
 OK, CHECK_FAILED, IO_ERR, BUSY = 0, 1, 74, 75
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "anthropic" / "session.jsonl"
-
-
-def cli(
-    *args: object, cwd: Path | None = None, umask: int | None = None, **kw
-) -> subprocess.CompletedProcess:
-    def pre() -> None:
-        if umask is not None:
-            os.umask(umask)
-
-    return subprocess.run(
-        [sys.executable, "-m", "compactcli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        preexec_fn=pre if umask is not None else None,
-        **kw,
-    )
 
 
 @pytest.fixture
@@ -89,7 +73,7 @@ def test_another_users_world_writable_archive_folder_is_refused(tmp_path: Path, 
     os.chmod(folder, 0o777)
     before = transcript.read_bytes()
 
-    run = cli("micro", transcript)
+    run = run_cli("micro", transcript, text=True)
 
     assert run.returncode == IO_ERR, run.stderr
     assert f"{transcript}: {folder}: archive folder owned by uid {NOBODY}" in run.stderr
@@ -104,7 +88,7 @@ def test_own_archive_folder_writable_by_others_is_refused(transcript: Path) -> N
     folder.mkdir()
     os.chmod(folder, 0o777)
     before = transcript.read_bytes()
-    run = cli("micro", transcript)
+    run = run_cli("micro", transcript, text=True)
     assert run.returncode == IO_ERR, run.stderr
     assert "writable by group or others (mode 0777)" in run.stderr
     assert transcript.read_bytes() == before
@@ -116,7 +100,7 @@ def test_symlinked_archive_folder_is_refused(tmp_path: Path, transcript: Path) -
     elsewhere.mkdir(mode=0o700)
     (transcript.parent / ".transcripts").symlink_to(elsewhere)
     before = transcript.read_bytes()
-    run = cli("micro", transcript)
+    run = run_cli("micro", transcript, text=True)
     assert run.returncode == IO_ERR, run.stderr
     assert "archive folder is a symbolic link" in run.stderr
     assert transcript.read_bytes() == before
@@ -131,7 +115,7 @@ def test_symlinked_manifest_in_own_folder_is_never_written_through(tmp_path: Pat
     folder.mkdir(mode=0o700)
     (folder / "manifest.jsonl").symlink_to(victim)
     before = transcript.read_bytes()
-    run = cli("micro", transcript)
+    run = run_cli("micro", transcript, text=True)
     assert run.returncode == IO_ERR, run.stderr
     assert "manifest.jsonl: a symbolic link in the archive folder" in run.stderr
     assert victim.read_text() == "keep me\n" and mode(victim) == 0o644
@@ -146,7 +130,7 @@ def test_a_planted_lock_link_is_neither_followed_nor_chmodded(tmp_path: Path, tr
     folder = transcript.parent / ".transcripts"
     folder.mkdir(mode=0o700)
     (folder / "t.jsonl.lock").symlink_to(victim)
-    run = cli("micro", transcript)
+    run = run_cli("micro", transcript, text=True)
     assert run.returncode == OK, run.stderr
     assert victim.read_text() == "keep me\n" and mode(victim) == 0o644
     assert len(manifest_records(folder)) == 1
@@ -154,7 +138,7 @@ def test_a_planted_lock_link_is_neither_followed_nor_chmodded(tmp_path: Path, tr
 
 def test_missing_archive_parents_are_private_even_with_umask_000(tmp_path: Path, transcript: Path) -> None:
     target = tmp_path / "a" / "b" / "archive"
-    run = cli("micro", "--archive-dir", target, transcript, umask=0)
+    run = run_cli("micro", "--archive-dir", target, transcript, umask=0, text=True)
     assert run.returncode == OK, run.stderr
     assert [mode(p) for p in (tmp_path / "a", tmp_path / "a" / "b", target)] == [0o700] * 3
     archive = Path(manifest_records(target)[0]["archive"])
@@ -173,16 +157,16 @@ def test_in_place_on_a_symlink_rewrites_the_target_and_keeps_history_with_it(
     link.symlink_to(transcript)
     before = transcript.read_bytes()
 
-    run = cli("micro", link)
+    run = run_cli("micro", link, text=True)
 
     assert run.returncode == OK, run.stderr
     assert link.is_symlink() and transcript.read_bytes() != before
     assert os.listdir(links) == ["t.jsonl"]  # no archive or lock beside the link
     (record,) = manifest_records(transcript.parent / ".transcripts")
     assert record["source"] == str(transcript)
-    listed = cli("restore", "--list", link)
+    listed = run_cli("restore", "--list", link, text=True)
     assert listed.returncode == OK and record["archive"] in listed.stdout
-    assert cli("restore", link).returncode == OK
+    assert run_cli("restore", link, text=True).returncode == OK
     assert transcript.read_bytes() == before and link.is_symlink()
 
 
@@ -193,7 +177,7 @@ def test_in_place_on_a_symlink_rewrites_the_target_and_keeps_history_with_it(
 def test_output_onto_a_device_writes_into_it(tmp_path: Path, transcript: Path) -> None:
     null = tmp_path / "null"
     os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
-    run = cli("micro", transcript, "-o", null)
+    run = run_cli("micro", transcript, "-o", null, text=True)
     assert run.returncode == OK, run.stderr
     st = os.lstat(null)
     assert stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3)
@@ -206,11 +190,11 @@ def test_output_onto_a_fifo_writes_into_it(tmp_path: Path, transcript: Path) -> 
     received: list[bytes] = []
     reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
     reader.start()
-    run = cli("micro", transcript, "-o", fifo, timeout=60)
+    run = run_cli("micro", transcript, "-o", fifo, timeout=60, text=True)
     reader.join(timeout=60)
     assert run.returncode == OK, run.stderr
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
-    expected = cli("micro", transcript, "-o", "-").stdout
+    expected = run_cli("micro", transcript, "-o", "-", text=True).stdout
     assert received == [expected.encode()] and expected
 
 
@@ -223,12 +207,12 @@ def test_a_torn_manifest_line_hides_no_record(transcript: Path) -> None:
     torn = b'{"source": "/x", "archive": "/y", "sha256_bef'  # what a kill -9 mid-write leaves
     (folder / "manifest.jsonl").write_bytes(torn)
 
-    run = cli("micro", transcript)
+    run = run_cli("micro", transcript, text=True)
 
     assert run.returncode == OK, run.stderr
     lines = (folder / "manifest.jsonl").read_bytes().split(b"\n")
     assert lines[0] == torn and json.loads(lines[1])["source"] == str(transcript)
-    listed = cli("restore", "--list", transcript)
+    listed = run_cli("restore", "--list", transcript, text=True)
     assert listed.returncode == OK, listed.stderr
     assert "micro" in listed.stdout
     assert f"{folder / 'manifest.jsonl'}:1: skipped" in listed.stderr
@@ -245,21 +229,16 @@ def test_a_full_disk_during_the_manifest_append_leaves_no_torn_line(transcript: 
     def full_disk() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    run = subprocess.run(
-        [sys.executable, "-m", "compactcli", "micro", str(transcript)],
-        capture_output=True,
-        text=True,
-        preexec_fn=full_disk,
-    )
+    run = run_cli("micro", transcript, text=True, preexec_fn=full_disk)
 
     assert run.returncode == IO_ERR, run.stderr
     assert "File too large" in run.stderr
     assert transcript.read_bytes() == before
     assert (folder / "manifest.jsonl").read_bytes() == filler  # the partial line was cut off
     assert sorted(os.listdir(folder)) == ["manifest.jsonl"]  # and its archive removed
-    again = cli("micro", transcript)
+    again = run_cli("micro", transcript, text=True)
     assert again.returncode == OK, again.stderr
-    assert cli("restore", "--list", transcript).returncode == OK
+    assert run_cli("restore", "--list", transcript, text=True).returncode == OK
 
 
 @needs_root
@@ -285,7 +264,7 @@ def test_a_failed_replacement_leaves_no_archive_and_no_record(open_dir: Path) ->
 
 
 def test_restore_reads_no_file_outside_the_archive_folder(tmp_path: Path, transcript: Path) -> None:
-    assert cli("micro", transcript).returncode == OK
+    assert run_cli("micro", transcript, text=True).returncode == OK
     folder = transcript.parent / ".transcripts"
     (record,) = manifest_records(folder)
     secret = tmp_path / "private" / "copy.jsonl"
@@ -297,7 +276,7 @@ def test_restore_reads_no_file_outside_the_archive_folder(tmp_path: Path, transc
         f.write(json.dumps(forged) + "\n")
     compacted = transcript.read_bytes()
 
-    run = cli("restore", transcript)
+    run = run_cli("restore", transcript, text=True)
 
     assert run.returncode == IO_ERR, run.stderr
     assert f"{secret}: the manifest names a file outside the archive folder" in run.stderr
@@ -305,14 +284,14 @@ def test_restore_reads_no_file_outside_the_archive_folder(tmp_path: Path, transc
 
 
 def test_restore_refuses_an_archive_replaced_by_a_symlink(tmp_path: Path, transcript: Path) -> None:
-    assert cli("micro", transcript).returncode == OK
+    assert run_cli("micro", transcript, text=True).returncode == OK
     (record,) = manifest_records(transcript.parent / ".transcripts")
     archive = Path(record["archive"])
     keep = tmp_path / "kept.jsonl"
     archive.rename(keep)
     archive.symlink_to(keep)
     compacted = transcript.read_bytes()
-    run = cli("restore", transcript)
+    run = run_cli("restore", transcript, text=True)
     assert run.returncode == IO_ERR, run.stderr
     assert "a symbolic link in the archive folder" in run.stderr
     assert transcript.read_bytes() == compacted
@@ -322,9 +301,9 @@ def test_restore_refuses_an_archive_replaced_by_a_symlink(tmp_path: Path, transc
 
 
 def test_micro_on_a_file_that_does_not_change_creates_nothing(tmp_path: Path, transcript: Path) -> None:
-    assert cli("micro", transcript).returncode == OK
+    assert run_cli("micro", transcript, text=True).returncode == OK
     shutil.rmtree(transcript.parent / ".transcripts")
-    run = cli("micro", transcript)  # already compacted: nothing to do
+    run = run_cli("micro", transcript, text=True)  # already compacted: nothing to do
     assert run.returncode == OK, run.stderr
     assert "0 compacted, 1 unchanged" in run.stderr or "1 unchanged" in run.stderr
     assert sorted(os.listdir(tmp_path)) == ["t.jsonl"]
@@ -332,17 +311,17 @@ def test_micro_on_a_file_that_does_not_change_creates_nothing(tmp_path: Path, tr
 
 def test_previews_and_restore_of_stdin_create_nothing(tmp_path: Path, transcript: Path) -> None:
     for args in (["--check"], ["--diff"], ["--dry-run"]):
-        cli("micro", *args, transcript, cwd=tmp_path)
+        run_cli("micro", *args, transcript, cwd=tmp_path, text=True)
     with open(transcript, "rb") as stdin:
-        subprocess.run([sys.executable, "-m", "compactcli", "restore", "-"], stdin=stdin, cwd=tmp_path)
-    cli("restore", "--list", transcript, cwd=tmp_path)
+        start_cli("restore", "-", stdin=stdin, cwd=tmp_path).wait(timeout=120)
+    run_cli("restore", "--list", transcript, cwd=tmp_path, text=True)
     assert sorted(os.listdir(tmp_path)) == ["t.jsonl"]
 
 
 def test_a_successful_run_leaves_only_the_result_beside_the_transcript(
     tmp_path: Path, transcript: Path
 ) -> None:
-    assert cli("micro", transcript).returncode == OK
+    assert run_cli("micro", transcript, text=True).returncode == OK
     assert sorted(os.listdir(tmp_path)) == [".transcripts", "t.jsonl"]
     inside = sorted(os.listdir(tmp_path / ".transcripts"))
     assert len(inside) == 2 and "manifest.jsonl" in inside
@@ -371,7 +350,7 @@ def test_a_writer_holding_the_file_open_makes_it_busy(transcript: Path) -> None:
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
-        run = cli("micro", transcript)
+        run = run_cli("micro", transcript, text=True)
     finally:
         holder.communicate("go\n", timeout=30)
     assert run.returncode == BUSY, run.stderr
@@ -381,13 +360,25 @@ def test_a_writer_holding_the_file_open_makes_it_busy(transcript: Path) -> None:
 
 
 def test_replay_without_outputs_writes_nothing(tmp_path: Path, transcript: Path) -> None:
-    run = cli("replay", transcript, "--backend", "digest", "--threshold", 200, "--keep", 0, "--json")
+    run = run_cli(
+        "replay", transcript, "--backend", "digest", "--threshold", 200, "--keep", 0, "--json", text=True
+    )
     assert run.returncode == OK, run.stderr
     report = json.loads(run.stdout)["stats"]
     assert report["compactions"]["auto"] >= 1  # it did compact, in memory
     assert sorted(os.listdir(tmp_path)) == ["t.jsonl"]
-    kept = cli(
-        "replay", transcript, "--backend", "digest", "--threshold", 200, "--keep", 0, "-o", tmp_path / "o"
+    kept = run_cli(
+        "replay",
+        transcript,
+        "--backend",
+        "digest",
+        "--threshold",
+        200,
+        "--keep",
+        0,
+        "-o",
+        tmp_path / "o",
+        text=True,
     )
     assert kept.returncode == OK, kept.stderr
     assert len(list((tmp_path / ".transcripts").glob("t.*.jsonl"))) >= 1

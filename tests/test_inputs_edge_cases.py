@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 import threading
 from pathlib import Path
@@ -19,12 +18,6 @@ from helpers.other_user import hand_to_nobody, needs_a_lockable_folder
 
 DATA_ERR, IO_ERR = 65, 74
 LONG = "x" * 300
-
-
-def compactcli(
-    *args: str, cwd: Path, prefix: tuple[str, ...] = (), timeout: float = 60, **kwargs
-) -> subprocess.CompletedProcess:
-    return run_cli(*args, cwd=cwd, prefix=prefix, timeout=timeout, **kwargs)
 
 
 def transcript(results: int = 5) -> bytes:
@@ -52,7 +45,7 @@ def test_file_name_not_utf8_is_compacted_recorded_and_restorable(tmp_path: Path)
     (tmp_path / name).write_bytes(original)
     (tmp_path / "plain.jsonl").write_bytes(original)
 
-    run = compactcli("micro", "--json", ".", cwd=tmp_path)
+    run = run_cli("micro", "--json", ".", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     # 5 results, the last 3 kept: 2 cleared in each file.
     assert cleared((tmp_path / name).read_bytes()) == 2
@@ -60,9 +53,9 @@ def test_file_name_not_utf8_is_compacted_recorded_and_restorable(tmp_path: Path)
     assert len(run.stdout.splitlines()) == 2
     assert b"Traceback" not in run.stderr
 
-    listed = compactcli("restore", "--list", name, cwd=tmp_path)
+    listed = run_cli("restore", "--list", name, cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
-    back = compactcli("restore", name, cwd=tmp_path)
+    back = run_cli("restore", name, cwd=tmp_path)
     assert back.returncode == 0, back.stderr
     assert (tmp_path / name).read_bytes() == original
 
@@ -82,12 +75,12 @@ def test_unreadable_sub_folder_fails_the_run_instead_of_being_skipped() -> None:
         os.chmod(top / "logs" / "locked", 0o000)
         env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
 
-        run = compactcli("validate", "logs", cwd=top, env=env, prefix=nobody)
+        run = run_cli("validate", "logs", cwd=top, env=env, prefix=nobody)
         assert run.returncode == IO_ERR, run.stderr
         assert b"logs/locked: cannot search folder: Permission denied" in run.stderr
         assert b"1 file valid" in run.stderr
 
-        run = compactcli("micro", "logs", cwd=top, env=env, prefix=nobody)
+        run = run_cli("micro", "logs", cwd=top, env=env, prefix=nobody)
         assert run.returncode == IO_ERR, run.stderr
         assert cleared((top / "logs" / "a.jsonl").read_bytes()) == 2
         assert b"1 failed" in run.stderr
@@ -103,7 +96,7 @@ def test_unreadable_sub_folder_fails_the_run_instead_of_being_skipped() -> None:
 def test_preview_summary_counts_the_files_that_would_change(tmp_path: Path, flag: str) -> None:
     (tmp_path / "a.jsonl").write_bytes(transcript())
     (tmp_path / "b.jsonl").write_bytes(transcript(results=3))  # nothing to clear
-    run = compactcli("micro", flag, ".", cwd=tmp_path)
+    run = run_cli("micro", flag, ".", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert run.stderr.decode().splitlines()[-1] == "1 file would be compacted, 1 unchanged"
     assert cleared((tmp_path / "a.jsonl").read_bytes()) == 0
@@ -120,14 +113,14 @@ def test_byte_order_mark_at_file_start_is_read_and_kept(tmp_path: Path) -> None:
     path = tmp_path / "bom.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + body)
 
-    check = compactcli("validate", "bom.jsonl", cwd=tmp_path)
+    check = run_cli("validate", "bom.jsonl", cwd=tmp_path)
     assert check.returncode == 0, check.stderr
-    run = compactcli("micro", "bom.jsonl", cwd=tmp_path)
+    run = run_cli("micro", "bom.jsonl", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     after = path.read_bytes()
     assert after.startswith(b"\xef\xbb\xbf" + first + b"\n")
     assert cleared(after) == 2
-    assert compactcli("micro", "--check", "bom.jsonl", cwd=tmp_path).returncode == 0
+    assert run_cli("micro", "--check", "bom.jsonl", cwd=tmp_path).returncode == 0
 
 
 def test_byte_order_mark_on_a_changed_line_is_kept(tmp_path: Path) -> None:
@@ -145,7 +138,7 @@ def test_byte_order_mark_on_a_changed_line_is_kept(tmp_path: Path) -> None:
     ]
     path = tmp_path / "bom.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + b"".join(json.dumps(r).encode() + b"\n" for r in lines))
-    run = compactcli("micro", "--dialect", "openai", "bom.jsonl", cwd=tmp_path)
+    run = run_cli("micro", "--dialect", "openai", "bom.jsonl", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     first = path.read_bytes().split(b"\n", 1)[0]
     assert first.startswith(b"\xef\xbb\xbf{")
@@ -176,7 +169,7 @@ def test_named_pipe_input_is_read_like_stdin(tmp_path: Path, args: tuple[str, ..
     fifo = tmp_path / "in.jsonl"
     os.mkfifo(fifo)
     writer = feed_fifo(fifo, transcript())
-    run = compactcli(*args, str(fifo), cwd=tmp_path)
+    run = run_cli(*args, str(fifo), cwd=tmp_path)
     writer.join(5)
     expected = 1 if "--check" in args else 0
     assert run.returncode == expected, run.stderr
@@ -191,7 +184,7 @@ def test_named_pipe_input_is_read_like_stdin(tmp_path: Path, args: tuple[str, ..
 def test_named_pipe_is_not_rewritten_in_place_and_does_not_hang(tmp_path: Path) -> None:
     fifo = tmp_path / "in.jsonl"
     os.mkfifo(fifo)  # no writer: opening it for reading would wait forever
-    run = compactcli("micro", str(fifo), cwd=tmp_path, timeout=20)
+    run = run_cli("micro", str(fifo), cwd=tmp_path, timeout=20)
     assert run.returncode == IO_ERR, run.stderr
     assert f"{fifo}: not a regular file".encode() in run.stderr
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
@@ -204,11 +197,11 @@ def test_placeholder_naming_the_tool_twice_is_idempotent(tmp_path: Path) -> None
     path = tmp_path / "t.jsonl"
     path.write_bytes(transcript())
     options = ("--min-chars", "5", "--placeholder", "[{tool_name} output cleared; rerun {tool_name}]")
-    first = compactcli("micro", *options, "t.jsonl", cwd=tmp_path)
+    first = run_cli("micro", *options, "t.jsonl", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     after = path.read_bytes()
     assert after.count(b'"[bash output cleared; rerun bash]"') == 2
-    second = compactcli("micro", "-v", *options, "t.jsonl", cwd=tmp_path)
+    second = run_cli("micro", "-v", *options, "t.jsonl", cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     assert b"0 files compacted, 1 unchanged" in second.stderr
     assert path.read_bytes() == after

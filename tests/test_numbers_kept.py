@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
+from helpers.cli import run_cli
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,9 +34,7 @@ def test_micro_keeps_every_number_literal_on_the_lines_it_changes(tmp_path: Path
     path = tmp_path / "t.jsonl"
     original = transcript_with(LITERALS)
     path.write_bytes(original)
-    run = subprocess.run(
-        [sys.executable, "-m", "compactcli", "micro", str(path)], capture_output=True, text=True
-    )
+    run = run_cli("micro", path, text=True)
     assert run.returncode == 0, run.stderr
     new = path.read_bytes().splitlines()
     changed = [line for line, old in zip(new, original.splitlines(), strict=True) if line != old]

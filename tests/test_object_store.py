@@ -8,20 +8,14 @@ against every store; a store whose server or extra is missing is skipped with th
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 from helpers import bigfile
+from helpers.cli import run_cli
 from helpers.object_stores import STORES, Store
-
-
-def cli() -> list[str]:
-    beside = Path(sys.executable).with_name("compactcli")
-    return [str(beside)] if beside.exists() else [sys.executable, "-m", "compactcli"]
 
 
 @pytest.fixture(scope="module", params=sorted(STORES))
@@ -50,15 +44,11 @@ def uploaded(store: Store, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
     return root, expected
 
 
-def run(env: dict[str, str], *args: object) -> subprocess.CompletedProcess:
-    return subprocess.run([*cli(), *map(str, args)], capture_output=True, text=True, timeout=120, env=env)
-
-
 @pytest.mark.parametrize("command", ["estimate", "validate"])
 def test_read_only_commands_read_urls_as_they_read_local_files(store, uploaded, command: str) -> None:
     root, expected = uploaded
-    remote = run(store.env, command, store.url("in"), "--json")
-    local = run(store.env, command, root, "--json")
+    remote = run_cli(command, store.url("in"), "--json", env=store.env, text=True)
+    local = run_cli(command, root, "--json", env=store.env, text=True)
     assert remote.returncode == local.returncode == 0, remote.stderr
     assert remote.stdout.replace(store.url("in"), str(root)) == local.stdout
     paths = [json.loads(line)["path"] for line in remote.stdout.splitlines()]
@@ -68,7 +58,9 @@ def test_read_only_commands_read_urls_as_they_read_local_files(store, uploaded, 
 def test_micro_writes_results_under_output_dir_and_leaves_the_originals(store, uploaded) -> None:
     _, expected = uploaded
     originals = store.objects("in/")
-    done = run(store.env, "micro", store.url("in"), "--output-dir", store.url("out/"), "--json")
+    done = run_cli(
+        "micro", store.url("in"), "--output-dir", store.url("out/"), "--json", env=store.env, text=True
+    )
     assert done.returncode == 0, done.stderr
     written = store.objects("out/")
     manifest = [json.loads(line) for line in written.pop(".compactcli-manifest.jsonl").splitlines()]
@@ -82,7 +74,7 @@ def test_micro_writes_results_under_output_dir_and_leaves_the_originals(store, u
 
 def test_local_transcripts_compacted_into_a_bucket(store, uploaded) -> None:
     root, expected = uploaded
-    done = run(store.env, "micro", root, "--output-dir", store.url("from-local"))
+    done = run_cli("micro", root, "--output-dir", store.url("from-local"), env=store.env, text=True)
     assert done.returncode == 0, done.stderr
     written = store.objects("from-local/")
     assert {k: v for k, v in written.items() if not k.startswith(".")} == expected
@@ -91,19 +83,21 @@ def test_local_transcripts_compacted_into_a_bucket(store, uploaded) -> None:
 
 def test_a_url_is_never_rewritten_in_place(store, uploaded) -> None:
     before = store.objects("in/")
-    done = run(store.env, "micro", store.url("in"))
+    done = run_cli("micro", store.url("in"), env=store.env, text=True)
     assert done.returncode == 2
     assert "--output-dir" in done.stderr and "atomic rename" in done.stderr
     assert store.objects("in/") == before
 
 
 def test_errors_name_the_url_and_never_print_the_secret(store, uploaded) -> None:
-    missing = run(store.env, "estimate", store.url("in/nothing-here.jsonl"), store.url("in"), "-v")
+    missing = run_cli(
+        "estimate", store.url("in/nothing-here.jsonl"), store.url("in"), "-v", env=store.env, text=True
+    )
     assert missing.returncode == 2
     assert f"{store.url('in/nothing-here.jsonl')}: no such file or folder" in missing.stderr
     # a bucket that does not exist is a path that does not exist, on every store (exit 2)
     no_bucket = f"{store.scheme}://no-such-bucket-here/x"
-    absent = run(store.env, "validate", no_bucket)
+    absent = run_cli("validate", no_bucket, env=store.env, text=True)
     assert absent.returncode == 2, absent.stderr
     assert f"{no_bucket}: no such file or folder" in absent.stderr
     if store.secret is not None:
@@ -114,8 +108,15 @@ def test_errors_name_the_url_and_never_print_the_secret(store, uploaded) -> None
 @pytest.mark.skipif(find_spec("distributed") is None, reason="needs the dask extra")
 def test_a_local_cluster_compacts_a_bucket_like_a_local_run(store, uploaded) -> None:
     _, expected = uploaded
-    done = run(
-        store.env, "micro", store.url("in"), "--output-dir", store.url("dask-out"), "--scheduler", "local:2"
+    done = run_cli(
+        "micro",
+        store.url("in"),
+        "--output-dir",
+        store.url("dask-out"),
+        "--scheduler",
+        "local:2",
+        env=store.env,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().endswith(f"{len(expected)} files compacted, 0 unchanged")
@@ -125,8 +126,24 @@ def test_a_local_cluster_compacts_a_bucket_like_a_local_run(store, uploaded) -> 
 
 def test_replay_reads_a_url_as_it_reads_the_local_file(store, uploaded) -> None:
     root, _ = uploaded
-    remote = run(store.env, "replay", store.url("in/anthropic/session.jsonl"), "--json", "--threshold", "500")
-    local = run(store.env, "replay", root / "anthropic" / "session.jsonl", "--json", "--threshold", "500")
+    remote = run_cli(
+        "replay",
+        store.url("in/anthropic/session.jsonl"),
+        "--json",
+        "--threshold",
+        "500",
+        env=store.env,
+        text=True,
+    )
+    local = run_cli(
+        "replay",
+        root / "anthropic" / "session.jsonl",
+        "--json",
+        "--threshold",
+        "500",
+        env=store.env,
+        text=True,
+    )
     assert remote.returncode == local.returncode == 0, remote.stderr
     # the simulation did something to compare
     assert json.loads(remote.stdout)["stats"]["compactions"]["auto"] >= 1

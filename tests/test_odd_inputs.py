@@ -8,23 +8,17 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.cli import run_cli, start_cli
 from helpers.other_user import NOBODY, cli_as, needs_root
 
 DATA_ERR, IO_ERR = 65, 74
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "anthropic" / "session.jsonl"
-
-
-def cli(*args: object, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "compactcli", *map(str, args)], capture_output=True, text=True, env=env, **kw
-    )
 
 
 def private_tmp(tmp_path: Path) -> dict:
@@ -36,21 +30,24 @@ def private_tmp(tmp_path: Path) -> dict:
 def test_a_stream_without_line_breaks_is_refused_and_its_spool_bounded(tmp_path: Path) -> None:
     env = private_tmp(tmp_path)
     started = time.monotonic()
-    run = cli("micro", "/dev/zero", "-o", tmp_path / "out.jsonl", env=env, timeout=120)
+    run = run_cli("micro", "/dev/zero", "-o", tmp_path / "out.jsonl", env=env, timeout=120, text=True)
     assert run.returncode == DATA_ERR, run.stderr
     assert "/dev/zero:1: a line longer than 256 MiB without a line break" in run.stderr
     assert time.monotonic() - started < 60
     assert os.listdir(tmp_path / "spools") == []
     assert not (tmp_path / "out.jsonl").exists()
-    estimate = cli("estimate", "/dev/zero", env=env, timeout=120)
+    estimate = run_cli("estimate", "/dev/zero", env=env, timeout=120, text=True)
     assert estimate.returncode == DATA_ERR, estimate.stderr
     assert os.listdir(tmp_path / "spools") == []
 
 
 def test_sigterm_while_spooling_stdin_leaves_no_spool(tmp_path: Path) -> None:
     env = private_tmp(tmp_path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "compactcli", "micro", "-", "-o", str(tmp_path / "out.jsonl")],
+    proc = start_cli(
+        "micro",
+        "-",
+        "-o",
+        tmp_path / "out.jsonl",
         stdin=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

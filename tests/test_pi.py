@@ -284,3 +284,29 @@ def test_micro_changes_only_results_once_and_keeps_the_session_valid(records, ke
         if old != new:
             message = json.loads(new)["message"]
             assert message["toolName"] != "read" and not json.loads(new)["id"].startswith("x")
+
+
+def test_replay_output_is_a_session_pi_reads_with_its_kept_entries_on_the_path(tmp_path: Path):
+    """The sample records a compaction that keeps entries before it: replay -o (no compaction of its own)
+    writes the header first and the entries as written, so that the context pi reads from the output is
+    the one it reads from the sample."""
+    out = tmp_path / "out.jsonl"
+    args = ("--threshold", "100000", "--keep", "100", "--backend", "digest", "-o", out)
+    done = run_cli("replay", SAMPLE, *args, text=True)
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes().splitlines()[0] == SAMPLE.read_bytes().splitlines()[0]
+
+    def context(path: Path) -> list[tuple[str | None, str]]:
+        order = PathOrder()
+        lines = path.read_bytes().splitlines()
+        for number, raw in enumerate(lines, 1):
+            order.add(number, number, json.loads(raw))
+        records = [json.loads(lines[number - 1]) for number, _ in order.order()]
+        start = max(i for i, r in enumerate(records) if r.get("type") == "compaction")  # the context's start
+        messages = [PI.normalize(r) for r in records[start:]]
+        return [(m["role"], json.dumps(m["content"])) for m in messages if m is not None]
+
+    assert context(out) == context(SAMPLE)
+    kept = [json.loads(raw) for raw in out.read_bytes().splitlines()]
+    compaction = next(r for r in kept if r["type"] == "compaction")
+    assert compaction["firstKeptEntryId"] in {r.get("id") for r in kept[: kept.index(compaction)]}

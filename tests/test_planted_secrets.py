@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
 import string
 from pathlib import Path
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 from helpers.cli import run_cli
 from helpers.fakeapi import FakeAnthropic
+from helpers.fakeopenai import FakeOpenAI
+from helpers.fakeresponses import FakeResponses, message
 
 _RNG = random.Random(9)
 LOWER, UPPER, DIGITS = string.ascii_lowercase, string.ascii_uppercase, string.digits
@@ -266,6 +269,39 @@ def test_no_planted_secret_reaches_the_api_or_the_written_summary(
     assert run.returncode == 0, run.stderr
     sent = json.dumps([call.body for call in fake_api.calls("messages")])
     assert sent and leaked(sent) == []
+    assert leaked(summary_of(path)) == []
+    assert "[REDACTED:" in path.read_text()
+
+
+@pytest.mark.parametrize("openai_api", ["chat", "responses"])
+def test_no_planted_secret_reaches_an_openai_server_or_the_written_summary(
+    tmp_path: Path, openai_api: str
+) -> None:
+    pytest.importorskip("openai", reason="the openai SDK is not installed (pip install -e '.[test]')")
+    # The model repeats every secret in its reply, as a careless or hostile model might.
+    repeated = "Summary. Used " + " and ".join(t for _, t, _ in PLANTED)
+    path = tmp_path / "deploy.jsonl"
+    transcript(path)
+    with FakeOpenAI() if openai_api == "chat" else FakeResponses() as server:
+        if isinstance(server, FakeOpenAI):
+            server.reply_text = lambda body: repeated
+        else:
+            server.reply_items = lambda body: [message(repeated)]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+        args = (
+            "--backend",
+            "openai",
+            "--openai-api",
+            openai_api,
+            "--model",
+            "fake-model",
+            "--base-url",
+            server.url,
+        )
+        run = run_cli("summarize", *args, path, text=True, env=env)
+        sent = json.dumps([call.body for call in server.calls()])
+    assert run.returncode == 0, run.stderr
+    assert "Deployed." in sent and leaked(sent) == []
     assert leaked(summary_of(path)) == []
     assert "[REDACTED:" in path.read_text()
 

@@ -368,28 +368,84 @@ def test_estimate_usage_is_the_last_calls_usage_metadata(session):
     assert json.loads(done.stdout.splitlines()[0])["stats"]["tokens"] == last["promptTokenCount"]
 
 
-def test_summarize_writes_a_chat_compression_the_kept_records_hang_from(session):
+def test_summarize_appends_a_chat_compression_that_carries_the_kept_contents(session):
+    """As Qwen Code compresses: every line stays, one record is appended as the child of the last, and its
+    compressedHistory is the summary, the acknowledgement, the bridge (the kept part starts with the
+    model's call) and the kept Contents."""
+    before = session.read_bytes()
     old = lines_of(session)
     done = run_cli("summarize", "--backend", "digest", "--keep-last", "2", session, text=True)
     assert done.returncode == 0, done.stderr
-    new = lines_of(session)
-    written = new[0]
+    after = session.read_bytes()
+    assert after.startswith(before) and after.count(b"\n") == before.count(b"\n") + 1
+    written = lines_of(session)[-1]
     assert written["type"] == "system" and written["subtype"] == "chat_compression"
-    assert written["parentUuid"] is None
+    assert written["parentUuid"] == old[-1]["uuid"]
     identity = ("sessionId", "cwd", "version", "gitBranch")
     assert {k: written[k] for k in identity} == {k: old[-1][k] for k in identity}
     history = written["systemPayload"]["compressedHistory"]
-    assert [c["role"] for c in history] == ["user", "model"]
+    assert history[0]["role"] == "user"
     assert history[0]["parts"][0]["text"].startswith("[Conversation compressed. Transcript: ")
-    assert history[1]["parts"] == [{"text": "Got it. Thanks for the additional context!"}]
+    assert history[1] == {"role": "model", "parts": [{"text": "Got it. Thanks for the additional context!"}]}
+    assert history[2] == {
+        "role": "user",
+        "parts": [{"text": "Continue with the prior task using the context above."}],
+    }
+    # --keep-last 2 keeps the last call with its answer, then the closing message
+    messages = [r["message"] for r in old if r["type"] in ("user", "assistant", "tool_result")]
+    assert history[3:] == messages[-3:]
+    assert "functionCall" in history[3]["parts"][0]
     assert written["systemPayload"]["info"]["compressionStatus"] == 1
-    kept = new[1:]
-    assert kept[0]["parentUuid"] == written["uuid"]  # relinked; the rest of the chain as it was
-    assert kept[1:] == old[len(old) - len(kept) + 1 :]
-    assert kept[0] == {**old[len(old) - len(kept)], "parentUuid": written["uuid"]}
-    assert (
-        sum(r["type"] == "assistant" for r in kept) == 2
-    )  # --keep-last 2 keeps the last call with its answer
+    again = run_cli("summarize", "--backend", "digest", "--keep-last", "2", session, text=True)
+    assert again.returncode == 0 and session.read_bytes() == after  # nothing left to summarize
+    done = run_cli("validate", session, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_estimate_after_summarize_counts_the_compressed_history_and_restore_undoes_it(session):
+    def tokens(*options: str) -> dict:
+        done = run_cli("estimate", "--json", *options, session, text=True)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[0])["stats"]
+
+    before = session.read_bytes()
+    full = tokens("--method", "heuristic")
+    assert tokens()["method"] == "usage+heuristic"
+    done = run_cli("summarize", "--backend", "digest", "--keep-last", "2", session, text=True)
+    assert done.returncode == 0, done.stderr
+    compressed = tokens("--method", "heuristic")
+    # the context is the compressed history alone: 6 Contents (summary, acknowledgement, bridge, 3 kept)
+    assert compressed["messages"] == 6 and full["messages"] > 6
+    lines = before.count(b"\n")
+    assert compressed["active_from"] == lines + 1 and full["active_from"] < lines  # from the appended record
+    # no call is recorded after the compression: usage before it is not the context's
+    auto = tokens()
+    assert auto["method"] == "heuristic+overhead" and auto["usage"]["calls"] == 0
+    # replay reads the appended compression as a recorded one, and ends with the same context
+    args = ("--threshold", "100000", "--keep", "100", "--estimator", "heuristic", "--backend", "digest")
+    done = run_cli("replay", "--json", *args, session, text=True)
+    assert done.returncode == 0, done.stderr
+    replayed = json.loads(done.stdout)["stats"]
+    assert replayed["compactions"] == {"auto": 0, "manual": 0, "recorded": 2}  # the sample's and this one
+    assert replayed["final_tokens"] == compressed["tokens"]
+    done = run_cli("restore", session, text=True)
+    assert done.returncode == 0, done.stderr
+    assert session.read_bytes() == before
+
+
+def test_micro_after_summarize_counts_a_kept_result_once(session):
+    """A kept result is in the file twice (its own record and the compression): --keep counts calls, so
+    --keep 2 keeps the outputs of the last two calls, the copies of the kept one counted once."""
+    done = run_cli("summarize", "--backend", "digest", "--keep-last", "2", session, text=True)
+    assert done.returncode == 0, done.stderr
+    before = responses(lines_of(session))  # call id -> its last place
+    by_place = sorted(before, key=lambda call: before[call][0])
+    last, second = by_place[-1], by_place[-2]
+    done = run_cli("micro", "--keep", "2", session, text=True)
+    assert done.returncode == 0, done.stderr
+    after = responses(lines_of(session))
+    assert after[last] == before[last] and after[second] == before[second]
+    assert PLACEHOLDER in [after[call][1] for call in by_place[:-2]]  # older shell outputs are cleared
     done = run_cli("validate", session, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
 

@@ -22,10 +22,6 @@ USAGE = 2
 HOSTILE = "no-redact = true\nkeep = 100\n"
 
 
-def micro_check(cwd: Path, *args: object) -> subprocess.CompletedProcess:
-    return run_cli("micro", "--check", *args, "t.jsonl", cwd=cwd, text=True)
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     shutil.copy(SAMPLES / "openai" / "session.jsonl", tmp_path / "t.jsonl")
@@ -77,10 +73,10 @@ def test_the_strangers_file_is_used_when_named_with_config(shared_tmp: Path) -> 
 
 def test_my_own_file_in_a_sticky_shared_folder_is_obeyed_and_named(shared_tmp: Path) -> None:
     (shared_tmp / "compactcli.toml").write_text("keep = 100\n")
-    run = micro_check(shared_tmp)
+    run = run_cli("micro", "--check", "t.jsonl", cwd=shared_tmp, text=True)
     assert run.returncode == 0, run.stderr
     assert f"compactcli: settings from {shared_tmp / 'compactcli.toml'}" in run.stderr
-    assert micro_check(shared_tmp, "--keep", "3").returncode == 1
+    assert run_cli("micro", "--check", "--keep", "3", "t.jsonl", cwd=shared_tmp, text=True).returncode == 1
 
 
 @pytest.mark.parametrize("name", ["compactcli.toml", "pyproject.toml"])
@@ -95,7 +91,7 @@ def test_a_settings_file_in_a_folder_anyone_may_write_without_the_sticky_bit_is_
     )
     shutil.move(project / "t.jsonl", open_folder / "t.jsonl")
 
-    run = micro_check(open_folder)
+    run = run_cli("micro", "--check", "t.jsonl", cwd=open_folder, text=True)
 
     assert run.returncode == USAGE, run.stderr
     assert (
@@ -103,7 +99,7 @@ def test_a_settings_file_in_a_folder_anyone_may_write_without_the_sticky_bit_is_
         in run.stderr
     )
     open_folder.chmod(0o755)
-    assert micro_check(open_folder).returncode == 0
+    assert run_cli("micro", "--check", "t.jsonl", cwd=open_folder, text=True).returncode == 0
 
 
 @needs_root
@@ -123,7 +119,7 @@ def test_root_s_settings_file_is_obeyed_by_another_account(tmp_path: Path) -> No
 
 
 def test_no_settings_file_no_word_on_stderr(project: Path) -> None:
-    run = micro_check(project, "-q")
+    run = run_cli("micro", "--check", "-q", "t.jsonl", cwd=project, text=True)
     assert run.returncode == 1
     assert "settings" not in run.stderr
 

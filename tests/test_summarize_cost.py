@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 from helpers.cli import run_cli
 from helpers.fakeapi import FakeAnthropic
 from helpers.fakeopenai import FakeOpenAI
+from helpers.fakeresponses import FakeResponses
 
 OK = 0
 # claude-sonnet-5-5's list price, USD per million tokens (input, output), as published.
@@ -83,7 +85,7 @@ def test_a_server_without_usage_or_price_is_estimated_and_marked_unpriced(tmp_pa
     assert done.returncode == OK, done.stderr
     stats = json.loads(done.stdout)["stats"]
     assert stats["tokens_from"] == "estimate" and "cost_usd" not in stats
-    assert re.search(r"; [\d,]+ in \+ \d+ out tokens \(1 estimated\)$", done.stderr.strip())
+    assert re.search(r"; [\d,]+ in \+ \d+ out tokens \(1 estimated\), cost unknown$", done.stderr.strip())
 
 
 def test_dry_run_says_what_a_run_would_send_and_cost_before_any_request(
@@ -123,3 +125,89 @@ def test_dry_run_of_a_long_context_counts_its_parts_and_the_combining(
     stats = json.loads(done.stdout.splitlines()[-1])["stats"]
     parts = -(-stats["tokens"] // 2000)  # the budget: --max-input-tokens less the prompt's 1,000
     assert stats["planned"]["requests"] == parts + 1
+
+
+# ------------------------------------------------------------------------------ OpenAI and local models
+
+# gpt-5.5's list price on OpenAI's API, USD per million tokens (input, output), as published.
+GPT55_IN, GPT55_OUT = 5.0, 30.0
+
+
+def _openai(*args: object, cwd: Path, **extra: str) -> subprocess.CompletedProcess:
+    """summarize --backend openai with no OpenAI or Anthropic settings from this environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    env.update(extra)
+    return run_cli("summarize", "--backend", "openai", *args, cwd=cwd, text=True, env=env)
+
+
+def test_a_local_server_serving_a_name_on_the_list_is_cost_unknown_and_says_so(tmp_path: Path) -> None:
+    write(tmp_path / "a.jsonl")
+    with FakeOpenAI(models=("gpt-5.5",)) as api:  # a gateway or local server that calls its model so
+        done = _openai(
+            "--model", "gpt-5.5", "--base-url", api.url, "-v", "--json", tmp_path / "a.jsonl", cwd=tmp_path
+        )
+    assert done.returncode == OK, done.stderr
+    stats = json.loads(done.stdout)["stats"]
+    assert stats["tokens_from"] == "server" and stats["model"] == "gpt-5.5"
+    assert "cost_usd" not in stats and "price_from" not in stats
+    assert "gpt-5.5, cost unknown (no price known; --price sets one)" in done.stderr
+    assert re.search(r"; [\d,]+ in \+ \d+ out tokens, cost unknown$", done.stderr.strip())
+
+
+@pytest.mark.parametrize("openai_api", ["chat", "responses"])
+def test_a_price_set_in_the_settings_prices_a_custom_model(tmp_path: Path, openai_api: str) -> None:
+    write(tmp_path / "a.jsonl")
+    with FakeOpenAI(models=("our-model",)) if openai_api == "chat" else FakeResponses() as api:
+        (tmp_path / "pyproject.toml").write_text(
+            "[tool.compactcli.summarize]\n"
+            f'backend = "openai"\nmodel = "our-model"\nbase-url = "{api.url}"\n'
+            f'openai-api = "{openai_api}"\nprice = "0.5,0.05,2"\n'
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+        done = run_cli("summarize", "-v", "--json", tmp_path / "a.jsonl", cwd=tmp_path, text=True, env=env)
+    assert done.returncode == OK, done.stderr
+    stats = json.loads(done.stdout)["stats"]
+    assert stats["tokens_from"] == "server" and stats["price_from"] == "settings"
+    expected = (stats["input_tokens"] * 0.5 + stats["output_tokens"] * 2) / 1e6
+    assert stats["cost_usd"] == pytest.approx(expected, abs=1e-6)
+    assert f"${expected:.4f} at --price" in done.stderr
+
+
+@pytest.mark.parametrize("model", ["gpt-5.5", "gpt-5.5-2026-04-23"])
+def test_dry_run_prices_a_model_of_openais_own_api_at_its_list_price(tmp_path: Path, model: str) -> None:
+    write(tmp_path / "a.jsonl")
+    done = _openai(
+        "--model", model, "--dry-run", "--json", tmp_path / "a.jsonl", cwd=tmp_path, OPENAI_API_KEY="k"
+    )
+    assert done.returncode == OK, done.stderr
+    planned = json.loads(done.stdout.splitlines()[-1])["stats"]["planned"]
+    expected = (planned["input_tokens"] * GPT55_IN + 8192 * GPT55_OUT) / 1e6
+    assert planned["max_cost_usd"] == pytest.approx(expected) and planned["price_from"] == "list"
+    assert f"at most ${expected:.4f} at {model}'s list price" in done.stdout  # the change, described
+
+
+@pytest.mark.parametrize(
+    ("model", "extra"),
+    [
+        ("gpt-4o", ()),  # no longer on OpenAI's list: unpriced, not priced at an old rate
+        ("gpt-5.5", ("--max-input-tokens", "400000")),  # requests may cross the long-context price
+    ],
+)
+def test_dry_run_leaves_what_the_list_cannot_price_unpriced(
+    tmp_path: Path, model: str, extra: tuple[str, ...]
+) -> None:
+    write(tmp_path / "a.jsonl")
+    done = _openai(
+        "--model",
+        model,
+        *extra,
+        "--dry-run",
+        "--json",
+        tmp_path / "a.jsonl",
+        cwd=tmp_path,
+        OPENAI_API_KEY="k",
+    )
+    assert done.returncode == OK, done.stderr
+    planned = json.loads(done.stdout.splitlines()[-1])["stats"]["planned"]
+    assert "max_cost_usd" not in planned
+    assert f"({model}: no price known, --price sets one)" in done.stdout  # the change, described

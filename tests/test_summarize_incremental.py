@@ -206,3 +206,33 @@ def test_replay_simulates_summaries_that_build_on_the_last_one(
         assert f"SIMULATED SUMMARY {n}" in fenced(text, "previous_summary")
         assert "step 0:" not in text
     assert report["compaction_depth"] == len(calls)
+
+
+def test_a_summary_applied_from_a_message_batch_records_its_depth_like_a_direct_one(
+    fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    path = tmp_path / "s.jsonl"
+    records = [
+        {"role": "user", "content": TASK},
+        {"role": "assistant", "content": "Looked at the loader."},
+        {"role": "user", "content": "Go on."},
+        {"role": "assistant", "content": OLD},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    fake_api.reply_text = lambda body: (
+        "BATCH SUMMARY" if "<previous_summary>" in user_turn(body) else "FIRST SUMMARY"
+    )
+    assert summarize(fake_api, path)["compaction_depth"] == 1
+    with path.open("a") as f:
+        f.write(json.dumps({"role": "assistant", "content": NEW}) + "\n")
+    stats = summarize(fake_api, path, "--batch", "--poll-interval", "0")
+    [create] = fake_api.calls("batch_create")
+    [request] = create.body["requests"]
+    assert "FIRST SUMMARY" in fenced(request["params"]["messages"][0]["content"], "previous_summary")
+    assert stats["compaction_depth"] == 2
+    text = json.loads(path.read_text().splitlines()[0])["content"]
+    assert "BATCH SUMMARY" in text and DEPTH.findall(text) == ["2"]
+    # The next compaction reads the depth the batch's summary recorded.
+    with path.open("a") as f:
+        f.write(json.dumps({"role": "user", "content": "Now the docs."}) + "\n")
+    assert summarize(fake_api, path)["compaction_depth"] == 3

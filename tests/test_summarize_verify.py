@@ -37,8 +37,8 @@ def test_retention_of_the_summary_is_reported_and_gated(fake_api, tmp_path: Path
     assert report["stats"]["retention_by_category"]["instructions"] == 0.0
     assert "lowest retention 0.50" in stderr
     if code:
-        why = f"t.jsonl: retention 0.50 is below --min-retention {minimum}: the original is kept, "
-        why += "nothing archived"
+        why = f"t.jsonl: retention 0.50 is below --min-retention {minimum}: the original is kept; "
+        why += "nothing written or archived"
         assert report["message"] == why
         assert why in stderr.splitlines()
         assert "(1 below --min-retention)" in stderr
@@ -76,6 +76,52 @@ def test_an_output_file_is_what_is_probed(fake_api, tmp_path: Path) -> None:
     assert returncode == 0
     assert report["stats"]["retention"] == 0.5
     assert (tmp_path / "t.jsonl").read_text().startswith(json.dumps({"role": "user", "content": INSTRUCTION}))
+
+
+@pytest.mark.parametrize("existing", [None, b"an older output\n"])
+def test_below_min_retention_an_output_file_is_not_written(fake_api, tmp_path: Path, existing) -> None:
+    out = tmp_path / "out.jsonl"
+    if existing is not None:
+        out.write_bytes(existing)
+    returncode, report, stderr = summarize(
+        fake_api, tmp_path, "--keep-user-messages", "0", "--min-retention", "0.9", "-o", "out.jsonl"
+    )
+    assert (returncode, report["exit_code"], report["status"]) == (1, 1, "unchanged"), stderr
+    assert report["stats"]["reason"] == "below --min-retention"
+    assert "retention 0.50 is below --min-retention 0.9" in stderr
+    expected = ["t.jsonl"] if existing is None else ["out.jsonl", "t.jsonl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == expected  # no output, no archive, no temp
+    if existing is not None:
+        assert out.read_bytes() == existing
+    # at R the output is written, the original left as it was
+    returncode, report, stderr = summarize(
+        fake_api, tmp_path, "--keep-user-messages", "0", "--min-retention", "0.5", "-o", "out.jsonl"
+    )
+    assert (returncode, report["status"]) == (0, "changed"), stderr
+    assert "Worked on src/app.py." in out.read_text()
+
+
+def test_below_min_retention_stdout_gets_nothing(fake_api, tmp_path: Path) -> None:
+    (tmp_path / "t.jsonl").write_text(json.dumps({"role": "user", "content": INSTRUCTION}) + "\n")
+    fake_api.reply_text = lambda body: "Worked on something."
+    args = ("--backend", "anthropic", "--keep-user-messages", "0", "--json", "-o", "-")
+    done = run_cli("summarize", *args, "--min-retention", "0.9", "t.jsonl", cwd=tmp_path,
+                   env=fake_api.env(), text=True)  # fmt: skip
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr
+    [report] = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    assert (report["status"], report["stats"]["retention"]) == ("unchanged", 0.0)
+    done = run_cli("summarize", *args, "--min-retention", "0", "t.jsonl", cwd=tmp_path,
+                   env=fake_api.env(), text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Worked on something." in done.stdout
+
+
+def test_below_min_retention_nothing_goes_under_output_dir(fake_api, tmp_path: Path) -> None:
+    returncode, report, stderr = summarize(
+        fake_api, tmp_path, "--keep-user-messages", "0", "--min-retention", "0.9", "--output-dir", "out"
+    )
+    assert (returncode, report["status"]) == (1, "unchanged"), stderr
+    assert [p for p in (tmp_path / "out").rglob("*") if p.is_file()] == []
 
 
 def test_verify_needs_a_file_to_read_back(tmp_path: Path) -> None:

@@ -337,6 +337,43 @@ def test_signature_is_not_billed() -> None:
     assert short == long
 
 
+def test_thinking_logged_without_its_text_is_priced_by_its_signature() -> None:
+    # Claude Code 2.1 with Opus 4.6 and later logs "thinking": "" and the signature, which carries the
+    # thought: 0.18 tokens a character past the 280 of an almost empty thought's signature.
+    def thinking(signature: object) -> int:
+        block = {"type": "thinking", "thinking": "", "signature": signature}
+        return message_tokens({"role": "assistant", "content": [block]})["thinking"]
+
+    assert thinking("E" * 1280) == 180
+    assert thinking("E" * 280) == thinking("E" * 20) == 0
+    assert thinking(None) == 0  # no signature: nothing to go by
+
+
+def test_a_tool_reference_loads_a_tool_definition() -> None:
+    # Claude Code's ToolSearch answers with tool_reference blocks: each puts a deferred tool's whole
+    # definition in the context (1,300 tokens, fitted), though the log holds only its name.
+    refs = [
+        {"type": "tool_reference", "tool_name": "TaskCreate"},
+        {"type": "tool_reference", "tool_name": "Monitor"},
+    ]
+    loaded = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": refs}]}
+    assert message_tokens(loaded)["tool_results"] == 28 + 2 * 1300  # the result's framing, two definitions
+
+
+@pytest.mark.parametrize(
+    ("model", "scale"), [("claude-opus-4-7", 1.2), ("claude-opus-4-6", 1.0), (None, 1.0)]
+)
+def test_the_tokenizer_of_the_model_called_scales_the_whole_context(model: str | None, scale: float) -> None:
+    messages = [{"role": "user", "content": "Explain the failing test in detail, please. " * 200}]
+    counter = HeuristicCounter()
+    for message in messages:
+        counter.add(message)
+    before = counter.by_category["text"]
+    counter.use_traits(tokens.model_traits(model))
+    assert counter.by_category["text"] == round(before * scale)
+    assert tokens.tokenizer_scale(model) == scale
+
+
 def test_cjk_costs_more_per_character_than_ascii_prose() -> None:
     prose = "The quick brown fox jumps over the lazy dog while the cat sleeps. " * 20
     cjk = "这是一个用来测试分词器的中文句子，我们看看每个字需要多少个标记。" * 20
@@ -611,13 +648,35 @@ def corpus_result() -> dict:
 
 @pytest.mark.corpus
 def test_corpus_heuristic_median(corpus_result: dict) -> None:
-    # Measured over all 18 Claude Code files of the corpus: median 9.4 %, summed growth -12 %. The
-    # files added later (attachments the heuristic does not count yet, thinking stored without its
-    # text) raised the median from under 8 %; the bound is what the estimator meets, not a hope.
+    # Measured over all 18 Claude Code files of the corpus: median 8.4 %, p90 34 %, summed growth -4.5 %
+    # (before thinking logged without its text, tool references and Opus 4.7's tokenizer were counted:
+    # 9.3 %, 52 %, -10.3 %); the bound is what the estimator meets, not a hope.
     heuristic = corpus_result["heuristic"]
     assert heuristic["n"] >= 500
-    assert heuristic["median"] <= 0.10
-    assert abs(heuristic["total"]) <= 0.13
+    assert heuristic["median"] <= 0.09
+    assert heuristic["p90"] <= 0.36
+    assert abs(heuristic["total"]) <= 0.06
+
+
+@pytest.mark.corpus
+def test_an_opus_4_7_session_with_tool_references_on_the_half_it_was_not_tuned_on() -> None:
+    # The one Opus 4.7 session of the corpus, the only one with tool_reference blocks: the tokenizer's
+    # scale and the tokens of a reference were fitted on its first half and are measured on the second.
+    # Measured: median 19.9 %, summed growth -12.6 % (before: 41 %, -53 %); Claude Code's reminders around
+    # the user's turns and attachments, which no log holds, are most of what is left.
+    path = CORPUS / "posthog-claude-session.jsonl"
+    if not path.is_file():
+        pytest.skip(f"no {path}")
+    counted = [iv for iv in cal.walk(cal.read_records(path)) if iv.skip is None]
+    rest = counted[len(counted) // 2 :]
+    assert len(rest) >= 50
+    stats = cal.summarize(
+        cal.errors(rest, "heuristic"),
+        sum(iv.recorded for iv in rest),
+        sum(iv.estimated["heuristic"] for iv in rest),
+    )
+    assert stats["median"] <= 0.22
+    assert abs(stats["total"]) <= 0.15
 
 
 @pytest.mark.corpus
@@ -631,10 +690,10 @@ def test_corpus_seed_is_as_bad_as_reported(corpus_result: dict) -> None:
 
 @pytest.mark.corpus
 def test_corpus_heuristic_worst(corpus_result: dict) -> None:
-    # Context the logs never show (thinking or hook output missing from one session, Claude Code's own
-    # reminders, text cut by the owner's redactor) puts single intervals off by up to 96 % (measured on
-    # the corpus of 2026-12-01); the heuristic cannot see it. A bound just above keeps it from growing.
-    assert corpus_result["heuristic"]["worst"] <= 1.00
+    # Context the logs never show (hook output missing from one session, Claude Code's own reminders,
+    # text cut by the owner's redactor) puts single intervals off by up to 79 % (measured on the corpus
+    # of 2026-12-02); the heuristic cannot see it. A bound just above keeps it from growing.
+    assert corpus_result["heuristic"]["worst"] <= 0.85
 
 
 # --- predicting the next call: tuned on some sessions, measured on the others ----------------------
@@ -658,12 +717,12 @@ def test_the_overhead_is_the_dialects_default(prediction: dict) -> None:
 
 @pytest.mark.corpus
 def test_auto_predicts_the_next_call_on_sessions_it_was_not_tuned_on(prediction: dict) -> None:
-    # Measured: median 0.08 %, p90 0.9 %, worst 14 % over 446 calls of 8 held-out files.
+    # Measured: median 0.06 %, p90 0.54 %, worst 4.4 % over 446 calls of 8 held-out files.
     held_out = prediction["held_out"]
     assert held_out["auto"]["n"] >= 400
     assert held_out["auto"]["median"] <= 0.005
-    assert held_out["auto"]["p90"] <= 0.02
-    assert held_out["auto"]["worst"] <= 0.20
-    # The heuristic with the overhead: median 12.5 %, p90 36 %: far worse, which is why auto is the default.
-    assert 0.05 <= held_out["heuristic"]["median"] <= 0.15
+    assert held_out["auto"]["p90"] <= 0.01
+    assert held_out["auto"]["worst"] <= 0.06
+    # The heuristic with the overhead: median 9.4 %, p90 14 %: far worse, which is why auto is the default.
+    assert 0.05 <= held_out["heuristic"]["median"] <= 0.11
     assert held_out["heuristic"]["median"] > 10 * held_out["auto"]["median"]

@@ -23,6 +23,7 @@ from typing import Any
 from compactcli.backends.base import Backend, Reply
 from compactcli.core import redact as redaction
 from compactcli.core.constants import BACKENDS, DEFAULT_MAX_INPUT_TOKENS, DEFAULT_SUMMARY_TOKENS
+from compactcli.counting.pricing import Price, price_of
 from compactcli.layers.summarize import (
     PROMPT_OVERHEAD,
     SYSTEM_PROMPT,
@@ -67,10 +68,12 @@ def make_summarizer(
     max_retries: int = 2,
     redact: bool = True,
     base_url: str | None = None,
+    openai_api: str = "chat",
 ) -> ModelSummarizer | Any:
     """A summarizer for `backend` (one of core.constants.BACKENDS); `.name` says which (`auto`
     resolved). Nothing is sent before the first `summarize` call. A backend that needs a setting it
-    was not given (openai's --model) raises ValueError saying which."""
+    was not given (openai's --model) raises ValueError saying which. `base_url` and `openai_api`
+    (chat or responses) are the openai backend's; the others take no such choice."""
     name = resolve_backend(backend)
     if name == "digest":
         from compactcli.backends.digest import DigestSummarizer
@@ -78,7 +81,9 @@ def make_summarizer(
         return DigestSummarizer(redact=redact)
     module, _, function = MODEL_BACKENDS[name].partition(":")
     make = getattr(importlib.import_module(module), function)
-    made: Backend = make(model=model, timeout=timeout, max_retries=max_retries, base_url=base_url)
+    made: Backend = make(
+        model=model, timeout=timeout, max_retries=max_retries, base_url=base_url, api=openai_api
+    )
     return ModelSummarizer(
         backend=made,
         summary_tokens=summary_tokens,
@@ -125,6 +130,7 @@ class ModelSummarizer:
     summary_tokens: int = DEFAULT_SUMMARY_TOKENS
     max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS
     redact: bool = True
+    price: Price | None = None  # --price: what the user pays, over any list price
     redactions: Counter[str] = field(default_factory=Counter)
     usage: Usage = field(default_factory=Usage)
 
@@ -151,6 +157,18 @@ class ModelSummarizer:
 
     def ready(self) -> None:
         self.backend.ready()
+
+    def price_for(self, model: str | None) -> tuple[Price | None, str]:
+        """The price of `model`'s tokens and where it comes from: `settings` (--price), else `list`:
+        the backend's list price (Backend.list_price, for requests of up to max_input_tokens), or
+        for a backend without one the Anthropic list by the model's name. None: unknown (a local
+        server, a gateway, a model no list names), never a guess."""
+        if self.price is not None:
+            return self.price, "settings"
+        list_price = getattr(self.backend, "list_price", None)
+        if list_price is not None:
+            return list_price(model, self.max_input_tokens), "list"
+        return price_of(model), "list"
 
     def describe(self) -> str:
         return self.backend.describe()

@@ -226,14 +226,24 @@ class Codex(_Agent):
 
 
 def claude_code(
-    *, model: str | None, timeout: float | None, max_retries: int, base_url: str | None = None
+    *,
+    model: str | None,
+    timeout: float | None,
+    max_retries: int,
+    base_url: str | None = None,
+    api: str = "chat",
 ) -> ClaudeCode:
     """The backend of `--backend claude-code` (--model, else the program's default)."""
     return ClaudeCode(model=resolve_model_given(model), timeout=timeout)
 
 
 def codex(
-    *, model: str | None, timeout: float | None, max_retries: int, base_url: str | None = None
+    *,
+    model: str | None,
+    timeout: float | None,
+    max_retries: int,
+    base_url: str | None = None,
+    api: str = "chat",
 ) -> Codex:
     """The backend of `--backend codex` (--model, else the program's default)."""
     return Codex(model=resolve_model_given(model), timeout=timeout)

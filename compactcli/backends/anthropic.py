@@ -93,7 +93,12 @@ def make_client(*, timeout: float | None = None, max_retries: int = 2) -> anthro
 
 
 def make_backend(
-    *, model: str | None, timeout: float | None, max_retries: int, base_url: str | None = None
+    *,
+    model: str | None,
+    timeout: float | None,
+    max_retries: int,
+    base_url: str | None = None,
+    api: str = "chat",
 ) -> AnthropicBackend:
     """The backend of `--backend anthropic` (the endpoint: $ANTHROPIC_BASE_URL, as the SDK reads it)."""
     return AnthropicBackend(model=resolve_model(model), timeout=timeout, max_retries=max_retries)

@@ -11,6 +11,12 @@ the read timeout from firing) with `stream_options.include_usage`, so that the l
 server's token counts where it reports them. The SDK retries connection errors, timeouts, 408/409/
 429 and 5xx itself (honouring retry-after); what still fails is ApiUnavailable (exit 69), whose
 message says the HTTP status and request id, or the URL of a server that could not be reached.
+
+`--openai-api responses` asks the Responses API instead (`responses.create`, on the same client, key,
+URL and model), streamed too: the text is the `response.output_text.delta` events (else the
+completed response's output), the usage the completed response's. `store=False`, so that OpenAI
+keeps no copy of the transcript. A failed or errored stream is ApiUnavailable with the API's code
+and message, like an HTTP error.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from compactcli.backends.anthropic import (
     resolve_model_given,
 )
 from compactcli.backends.base import Reply
+from compactcli.core.constants import OPENAI_APIS
+from compactcli.counting.pricing import Price, openai_price
 
 if TYPE_CHECKING:
     import openai
@@ -39,9 +47,14 @@ EXTRA_HINT = "--backend openai needs the openai SDK: pip install 'compactcli[ope
 
 
 def make_backend(
-    *, model: str | None, timeout: float | None, max_retries: int, base_url: str | None = None
+    *,
+    model: str | None,
+    timeout: float | None,
+    max_retries: int,
+    base_url: str | None = None,
+    api: str = "chat",
 ) -> OpenAIBackend:
-    """The backend of `--backend openai`; ValueError when no model is named."""
+    """The backend of `--backend openai` (`api`: chat or responses); ValueError when no model is named."""
     chosen = resolve_model_given(model)
     if chosen is None:
         raise ValueError(
@@ -49,17 +62,22 @@ def make_backend(
             "[tool.compactcli.summarize]): the name the server knows the model by"
         )
     url = (base_url or os.environ.get(BASE_URL_ENV) or "").strip() or OPENAI_URL
-    return OpenAIBackend(model=chosen, base_url=url.rstrip("/"), timeout=timeout, max_retries=max_retries)
+    if api not in OPENAI_APIS:
+        raise ValueError(f"--openai-api {api!r}: one of {', '.join(OPENAI_APIS)}")
+    return OpenAIBackend(
+        model=chosen, base_url=url.rstrip("/"), timeout=timeout, max_retries=max_retries, api=api
+    )
 
 
 @dataclass
 class OpenAIBackend:
-    """compactcli.backends.base.Backend over Chat Completions."""
+    """compactcli.backends.base.Backend over Chat Completions, or the Responses API (`api`)."""
 
     model: str
     base_url: str = OPENAI_URL
     timeout: float | None = None
     max_retries: int = 2
+    api: str = "chat"  # or "responses"
     name: str = "openai"
     # Set once a server refused max_tokens for max_completion_tokens (OpenAI's newer models do).
     completion_tokens_key: str = "max_tokens"
@@ -79,8 +97,14 @@ class OpenAIBackend:
                 "naming your own server, e.g. http://localhost:11434/v1 for Ollama"
             )
 
+    def list_price(self, model: str | None, request_tokens: int) -> Price | None:
+        """OpenAI's list price, on OpenAI's own API only: a gateway or a local server bills (or not)
+        by its own prices, which no table here knows."""
+        return openai_price(model, request_tokens) if self.base_url == OPENAI_URL else None
+
     def describe(self) -> str:
-        return f"openai (model {self.model} at {self.base_url})"
+        through = ", Responses API" if self.api == "responses" else ""
+        return f"openai (model {self.model} at {self.base_url}{through})"
 
     def complete(self, system: str, user: str, max_tokens: int) -> Reply:
         try:
@@ -89,6 +113,11 @@ class OpenAIBackend:
             raise ApiUnavailable(EXTRA_HINT) from None
         if self._client is None:
             self._client = self._make_client(openai)
+        if self.api == "responses":
+            try:
+                return self._respond(system, user, max_tokens)
+            except openai.OpenAIError as err:
+                raise self._unavailable(openai, err) from err
         messages = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": user})
         try:
@@ -129,10 +158,12 @@ class OpenAIBackend:
         texts: list[str] = []
         usage = None
         finish = None
+        answered = None  # the model the server says answered (a dated snapshot of --model, say)
         chunks = 0
         with stream:
             for chunk in stream:
                 chunks += 1
+                answered = getattr(chunk, "model", None) or answered
                 if getattr(chunk, "usage", None) is not None:
                     usage = chunk.usage
                 for choice in getattr(chunk, "choices", None) or []:
@@ -163,6 +194,74 @@ class OpenAIBackend:
             input_tokens=_count(getattr(usage, "prompt_tokens", None)),
             output_tokens=_count(getattr(usage, "completion_tokens", None)),
             request_id=request_id,
+            model=answered if isinstance(answered, str) and answered else None,
+        )
+
+    def _respond(self, system: str, user: str, max_tokens: int) -> Reply:
+        """One streamed Responses API request."""
+        params: dict[str, Any] = {"instructions": system} if system else {}
+        stream = self._client.responses.create(
+            model=self.model,
+            input=[{"role": "user", "content": user}],
+            max_output_tokens=max_tokens,
+            store=False,
+            stream=True,
+            **params,
+        )
+        if isinstance(stream, str):
+            raise ApiUnavailable(self._not_the_api(stream))
+        request_id = getattr(stream, "_request_id", None) or _header(stream, "x-request-id")
+        texts: list[str] = []
+        final = None  # the response of the last response.completed / response.incomplete event
+        events = 0
+        with stream:
+            for event in stream:
+                events += 1
+                kind = getattr(event, "type", None)
+                if kind == "response.output_text.delta" and isinstance(getattr(event, "delta", None), str):
+                    texts.append(event.delta)
+                elif kind in ("response.completed", "response.incomplete"):
+                    final = event.response
+                elif kind in ("response.failed", "error"):
+                    raise ApiUnavailable(self._failed(event, request_id), request_id=request_id)
+        if events == 0:
+            kind = (_header(stream, "content-type") or "no content type").split(";")[0]
+            raise ApiUnavailable(
+                f"summarizer unavailable: {self.base_url} answered 200 with {kind}, not an event stream of "
+                f"response events (request {request_id or 'id unknown'}): is --base-url the server's "
+                "OpenAI-compatible API (it usually ends in /v1), and does it have the Responses API "
+                "(else --openai-api chat)?",
+                request_id=request_id,
+            )
+        # Deltas are what was streamed; a server that sends only the finished items has the text there.
+        text = ("".join(texts) or _output_text(final)).strip()
+        if not text:
+            status = getattr(final, "status", None) or "no response.completed event"
+            raise ApiUnavailable(
+                f"summarizer unavailable: the response had no text (status {status}, "
+                f"request {request_id or 'id unknown'})",
+                request_id=request_id,
+            )
+        usage = getattr(final, "usage", None)
+        answered = getattr(final, "model", None)
+        return Reply(
+            text,
+            input_tokens=_count(getattr(usage, "input_tokens", None)),
+            output_tokens=_count(getattr(usage, "output_tokens", None)),
+            request_id=request_id,
+            model=answered if isinstance(answered, str) and answered else None,
+        )
+
+    def _failed(self, event: Any, request_id: str | None) -> str:
+        """What a `response.failed` or `error` event says, as a line."""
+        error = getattr(getattr(event, "response", None), "error", None) or event
+        code = getattr(error, "code", None)
+        message = getattr(error, "message", None)
+        return (
+            f"summarizer unavailable: the response failed at {self.base_url}"
+            + (f" ({code})" if code else "")
+            + f" (request {request_id or 'id unknown'})"
+            + (f": {_one_line(message)}" if isinstance(message, str) and message else "")
         )
 
     def _not_the_api(self, body: str) -> str:
@@ -209,6 +308,18 @@ class OpenAIBackend:
                 retries=self.max_retries,
             )
         return ApiUnavailable(f"summarizer unavailable: {_one_line(str(err))}")
+
+
+def _output_text(response: Any) -> str:
+    """The text of a Responses API response's assistant messages."""
+    texts = []
+    for item in getattr(response, "output", None) or []:
+        if getattr(item, "type", None) != "message":
+            continue
+        for part in getattr(item, "content", None) or []:
+            if getattr(part, "type", None) == "output_text" and isinstance(getattr(part, "text", None), str):
+                texts.append(part.text)
+    return "".join(texts)
 
 
 def _key() -> str:

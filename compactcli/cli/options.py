@@ -23,8 +23,10 @@ from compactcli.core.constants import (
     DEFAULT_PLACEHOLDER,
     DEFAULT_SUMMARY_TOKENS,
     ON_INVALID,
+    OPENAI_APIS,
     USER_MESSAGES_TOKENS,
 )
+from compactcli.counting.pricing import Price, parse_price
 from compactcli.run.settings import Inputs, Writes
 
 if TYPE_CHECKING:
@@ -375,6 +377,20 @@ class HeadTail(click.ParamType):
         return Cut(int(head), int(tail))
 
 
+class PriceType(click.ParamType):
+    """IN,CACHED,OUT: USD per million tokens."""
+
+    name = "IN,CACHED,OUT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Price:
+        if isinstance(value, Price):
+            return value
+        try:
+            return parse_price(str(value))
+        except ValueError as err:
+            self.fail(str(err), param, ctx)
+
+
 def micro_settings(given: dict) -> MicroOptions:
     """MicroOptions from the values of `micro_options`: each option sets the field of its name."""
     from dataclasses import fields
@@ -402,6 +418,7 @@ class SummarizerSettings:
     max_retries: int
     no_redact: bool
     base_url: str | None = None
+    openai_api: str = "chat"
 
     def make(self) -> Summarizer:
         """The summarizer (`auto` resolved); nothing is sent, and the SDK is not imported, before its
@@ -418,6 +435,7 @@ class SummarizerSettings:
                 max_retries=self.max_retries,
                 redact=not self.no_redact,
                 base_url=self.base_url,
+                openai_api=self.openai_api,
             )
         except ValueError as err:
             raise click.UsageError(str(err)) from None
@@ -470,6 +488,14 @@ def summarizer_options() -> Callable:
             metavar="URL",
             help="--backend openai: the server's OpenAI-compatible API, e.g. http://localhost:11434/v1 "
             "(default: $OPENAI_BASE_URL, else OpenAI's).",
+        ),
+        click.option(
+            "--openai-api",
+            type=click.Choice(OPENAI_APIS),
+            default="chat",
+            show_default=True,
+            help="--backend openai: Chat Completions (every OpenAI-compatible server has it) or the "
+            "Responses API (OpenAI's newer one; vLLM, Ollama and gateways that have it).",
         ),
         click.option(
             "--summary-tokens",

@@ -24,6 +24,7 @@ ESTIMATE_METHOD = "auto"  # estimate's: what the next call would send (docs/desi
 
 # summaries (layers/summarize.py, backends/)
 BACKENDS = ("auto", "anthropic", "openai", "claude-code", "codex", "digest")
+OPENAI_APIS = ("chat", "responses")  # --openai-api: Chat Completions, or the Responses API
 DEFAULT_SUMMARY_TOKENS = 8192
 DEFAULT_MAX_INPUT_TOKENS = 150_000
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the anthropic backend's

@@ -35,7 +35,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from compactcli import dialects
-from compactcli.counting.tokens import HeuristicCounter, SeedCounter, starts_turn, thinking_persists
+from compactcli.counting.tokens import (
+    HeuristicCounter,
+    SeedCounter,
+    model_traits,
+    starts_turn,
+    thinking_persists,
+)
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 
 MIN_GROWTH = 200
@@ -181,8 +187,9 @@ def walk(
         if (seen or message).get("role") == "assistant":
             if dialect.is_synthetic(record):
                 continue
-            keep_thinking = thinking_persists(message.get("model"))
-            _set_model(counters, keep_thinking)
+            model = message.get("model")
+            keep_thinking = thinking_persists(model)
+            _set_model(counters, model_traits(model if isinstance(model, str) else None))
             context = _context(dialect.usage(record))
             if context and dialect.call_id(record) != call_id:
                 call(line, context)
@@ -191,10 +198,10 @@ def walk(
     return intervals
 
 
-def _set_model(counters: Mapping[str, Estimator], keep: bool) -> None:
+def _set_model(counters: Mapping[str, Estimator], traits: tuple[bool, float]) -> None:
     for counter in counters.values():
-        if hasattr(counter, "keep_thinking"):
-            counter.keep_thinking = keep
+        if hasattr(counter, "use_traits"):
+            counter.use_traits(traits)
 
 
 def _skip(growth: int, torn: bool, min_growth: int) -> str | None:

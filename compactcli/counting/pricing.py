@@ -8,10 +8,23 @@ the SDK no longer names (claude-sonnet-4-5, end of life 2026-11-30: pass --price
 are billed as plain input here (the API charges 1.25x input for a 5-minute write). Haiku 5.5 is
 priced at its band for prompts up to 100,000 tokens; longer prompts cost 5x. Prices change: check
 them, and pass your own with --price.
+
+`OPENAI_PRICES` holds OpenAI's list prices (standard processing, prompts up to 272,000 input tokens:
+above that OpenAI bills the whole request at about twice the input and 1.5 times the output price,
+so a summarizer whose requests may be longer gets no list price). Each row is dated by when its price
+took effect, from OpenAI's pricing page (developers.openai.com/api/docs/pricing) and price notices as
+reported up to 2026-12-01: GPT-5.4 (mini, nano, pro) and GPT-5.5 (pro) unchanged from 2026-06 to
+2026-11; GPT-5.6 Terra and Luna from 2026-07-30; GPT-6 Astra from 2026-09-03; GPT-6 Sol and Luna
+from 2026-09-22. Left out: models whose current price has no date to cite (GPT-5.6 Sol, whose price
+changed after 2026-07-30; GPT-6.1) and the older ones OpenAI no longer lists (GPT-5, GPT-4.1,
+GPT-4o): they are unpriced, never priced wrong. A "pro" model has no cache price: its cached input is billed
+as input. Dated snapshots (`gpt-5.5-2026-04-23`) are priced as their model. Only OpenAI's own API
+bills these: the same name on another server (a gateway, a local model) has no list price here.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 PER = 1_000_000  # prices are per million tokens
@@ -55,10 +68,39 @@ PRICES: dict[str, Price] = {
 }
 
 
+# USD per million tokens: input, cached input, output (see above for the dates).
+OPENAI_PRICES: dict[str, Price] = {
+    "gpt-6-sol": Price(2, 0.20, 10),  # from 2026-09-22
+    "gpt-6-luna": Price(0.10, 0.01, 0.50),  # from 2026-09-22
+    "gpt-6-astra": Price(10, 1, 50),  # from 2026-09-03
+    "gpt-5.6-terra": Price(2, 0.20, 12),  # from 2026-07-30
+    "gpt-5.6-luna": Price(0.20, 0.02, 1.20),  # from 2026-07-30
+    "gpt-5.5": Price(5, 0.50, 30),
+    "gpt-5.5-pro": Price(30, 30, 180),
+    "gpt-5.4": Price(2.50, 0.25, 15),
+    "gpt-5.4-mini": Price(0.75, 0.075, 4.50),
+    "gpt-5.4-nano": Price(0.20, 0.02, 1.25),
+    "gpt-5.4-pro": Price(30, 30, 180),
+}
+# Input tokens per request up to which OPENAI_PRICES hold (longer requests cost more).
+OPENAI_LONG_CONTEXT = 272_000
+_SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
 def price_of(model: str | None) -> Price | None:
-    """The list price of `model`, None when this table does not know it (another vendor's model, a
-    local one)."""
+    """The Anthropic list price of `model`, None when this table does not know it (another vendor's
+    model, a local one)."""
     return PRICES.get(model or "")
+
+
+def openai_price(model: str | None, request_tokens: int) -> Price | None:
+    """OpenAI's list price of `model` (a dated snapshot as its model) for requests of at most
+    `request_tokens` input tokens; None when the table does not know the model or a request may be
+    long enough to be billed at the long-context rate."""
+    if request_tokens > OPENAI_LONG_CONTEXT:
+        return None
+    name = model or ""
+    return OPENAI_PRICES.get(name) or OPENAI_PRICES.get(_SNAPSHOT.sub("", name))
 
 
 def cost_usd(price: Price, input_tokens: int, output_tokens: int) -> float:

@@ -21,6 +21,7 @@ import json
 import re
 import struct
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 from zlib import adler32
 
@@ -52,6 +53,22 @@ TOOL_RESULT_OVERHEAD = 28  # the result wrapper around a tool_result block
 # Redacted thinking carries encrypted base64: about 3 bytes of text per 4 characters, and
 # 4 bytes of text per token.
 REDACTED_THINKING_PER_CHAR = 0.19
+# Thinking logged without its text (Claude Code 2.1 with Opus 4.6 and later writes "thinking": ""
+# and the signature) was still thought and is sent back: the signature carries it encrypted. Fitted
+# on the thinking blocks that log both (tokens of the text against the signature's length): about
+# 0.18 tokens per character past the ~280 characters of an almost empty thought's signature.
+SIGNATURE_PER_CHAR = 0.18
+SIGNATURE_BASE_CHARS = 280
+# A tool_reference block (a tool_result of Claude Code's ToolSearch) loads a deferred tool's
+# definition into the context: its name in the log, its whole schema in what the model is sent.
+# Fitted on the first half of the one session that has them (5 references: 878-2,349 tokens each,
+# pooled 1,300); docs/design.md, "Estimate".
+TOOL_REFERENCE_TOKENS = 1300
+# Opus 4.7's tokenizer makes more tokens of the same text than the earlier models' (Anthropic: 1.0
+# to 1.35 times). Fitted on the intervals of the first half of an Opus 4.7 session that hold only
+# tool calls and results (median 1.20), where nothing the log omits is sent. The heuristic's
+# constants were fitted on the earlier tokenizer: its count is scaled for these models.
+_TOKENIZER_SCALES = ((re.compile(r"claude-opus-4-7"), 1.2),)
 # Images: Anthropic prices an image at width*height/750 tokens after scaling it down to fit a
 # 1568 px long edge and about 1.15 megapixels (about 1600 tokens).
 IMAGE_PIXELS_PER_TOKEN = 750
@@ -398,11 +415,18 @@ def _content_cost(content: Any, acc: list[float], category: int) -> None:
         elif kind in ("tool_use", "server_tool_use"):
             acc[_TOOL_IN] += _tool_use_cost(block)
         elif kind == "thinking":
-            # The signature is opaque to the model and not billed as text.
-            acc[_THINK] += _text_cost(block.get("thinking"))
+            thinking = block.get("thinking")
+            if thinking or not isinstance(block.get("signature"), str):
+                # The signature is opaque to the model and not billed as text.
+                acc[_THINK] += _text_cost(thinking)
+            else:  # the text was not logged: what the signature carries
+                unlogged = len(block["signature"]) - SIGNATURE_BASE_CHARS
+                acc[_THINK] += SIGNATURE_PER_CHAR * max(0, unlogged)
         elif kind == "redacted_thinking":
             data = block.get("data")
             acc[_THINK] += REDACTED_THINKING_PER_CHAR * len(data) if isinstance(data, str) else 0
+        elif kind == "tool_reference":
+            acc[_TOOL_OUT] += TOOL_REFERENCE_TOKENS
         elif kind == "image":
             acc[_IMAGE] += image_tokens(block)
         elif kind == "document":
@@ -452,19 +476,41 @@ def thinking_persists(model: str | None) -> bool:
     return not (isinstance(model, str) and _STRIPS_THINKING.search(model))
 
 
+def tokenizer_scale(model: str | None) -> float:
+    """How many tokens the model's tokenizer makes of what the heuristic's constants count as one
+    (1.0 for the models they were fitted on, and for unknown ones)."""
+    if isinstance(model, str):
+        for pattern, scale in _TOKENIZER_SCALES:
+            if pattern.search(model):
+                return scale
+    return 1.0
+
+
+@lru_cache(maxsize=64)
+def model_traits(model: str | None) -> tuple[bool, float]:
+    """(thinking_persists, tokenizer_scale) of a model: what HeuristicCounter.use_model sets."""
+    return thinking_persists(model), tokenizer_scale(model)
+
+
 class HeuristicCounter:
     """The heuristic estimate, fed one normalized message at a time.
 
     With ``keep_thinking=False`` the thinking of earlier turns is dropped when a new user turn
-    starts, as models that strip it do (see :func:`thinking_persists`).
+    starts, as models that strip it do (see :func:`thinking_persists`). ``scale`` is the tokenizer's
+    (:func:`tokenizer_scale`): the model that is called next reads the whole context with it.
     """
 
-    __slots__ = ("keep_thinking", "_totals", "_turn_thinking")
+    __slots__ = ("keep_thinking", "scale", "_totals", "_turn_thinking")
 
-    def __init__(self, keep_thinking: bool = True) -> None:
+    def __init__(self, keep_thinking: bool = True, scale: float = 1.0) -> None:
         self.keep_thinking = keep_thinking
+        self.scale = scale
         self._totals = [0.0] * len(CATEGORIES)
         self._turn_thinking = 0.0
+
+    def use_traits(self, traits: tuple[bool, float]) -> None:
+        """A model's :func:`model_traits`: how it keeps thinking, how its tokenizer counts."""
+        self.keep_thinking, self.scale = traits
 
     def add(self, message: dict) -> None:
         self.add_costs(message_costs(message), starts_turn(message))
@@ -491,7 +537,9 @@ class HeuristicCounter:
 
     @property
     def by_category(self) -> dict[str, int]:
-        return {name: max(0, round(value)) for name, value in zip(CATEGORIES, self._totals, strict=True)}
+        scale = self.scale
+        totals = self._totals
+        return {name: max(0, round(value * scale)) for name, value in zip(CATEGORIES, totals, strict=True)}
 
     @property
     def tokens(self) -> int:

@@ -97,9 +97,12 @@ class Dialect:
     default_overhead: int = 0
     # summarize and replay can write a compaction the dialect's agent resumes from (summary_records).
     writes_compactions: bool = True
-    # summarize appends the compaction to the file, as the agent does (pi), instead of rewriting it:
-    # summary_records then gets the first kept record and the file's last, and `kept_index`.
+    # summarize appends the compaction to the file, as the agent does (pi, Qwen Code), instead of
+    # rewriting it: summary_records then gets the first kept record and the file's last, and `kept_index`.
     appends_compactions: bool = False
+    # The appended compaction carries the history it keeps (Qwen Code's compressedHistory) instead of
+    # naming its first kept record: summary_records also gets `kept_records`, in the conversation's order.
+    carries_kept: bool = False
     # summary_records keeps the user's recent messages itself (Codex): summarize adds no section of them.
     keeps_user_messages: bool = False
     # One response's records may have tool results written between them (Claude Code); otherwise a
@@ -146,6 +149,12 @@ class Dialect:
         """Tool use ids whose result this record repeats elsewhere than in the conversation (a UI copy
         on a record of its own); micro clears such a copy with the result."""
         return []
+
+    def unnamed_result_copy(self, record: dict) -> tuple[str, object] | None:
+        """(tool name, output) of a record that repeats a result without naming its call; micro takes
+        it for a copy of the next result of that tool with that very output, and clears it with that
+        result (asked only where has_result_copies)."""
+        return None
 
     # -- what micro's opt-in strategies ask (docs/design.md, "Micro strategies") ---------------------
 
@@ -273,6 +282,11 @@ class Dialect:
     def stays_on_top(self, record: dict) -> bool:
         """A record kept above the summary when the part it is in is summarized (instructions that a
         summary should not paraphrase, a session's title)."""
+        return False
+
+    def heads_file(self, record: dict) -> bool:
+        """A record the agent reads a file from, and without which it does not resume it (pi's session
+        header): replay keeps it in the context it writes, on top."""
         return False
 
     # -- links between records (the chain a resumed session follows) -----------------------------

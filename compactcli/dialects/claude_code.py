@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
@@ -395,24 +396,28 @@ class ChainOrder:
         if parent == chain.last and parent and type(uuid) is str:  # the child of the record before
             chain.lines.append(line)
             chain.offsets.append(offset)
-            chain.uuids.append(uuid)
+            chain.uuids.append(hash(uuid))
             chain.last = uuid
         elif not chain.link(line, offset, record, uuid, parent):
             return key, scanned
         if kind == "assistant":  # an id that is no string groups nothing (and could not be hashed)
             response = message.get("id") if type(message) is dict else None
-            chain.parts.append(response if type(response) is str else None)
+            if type(response) is str:
+                code = hash(response)
+                chain.parts.append(code if code > _NO_MESSAGE or code < 0 else _RESPONSE)
+            else:
+                chain.parts.append(_NONE)
         elif kind != "user":
             chain.parts.append(_NO_MESSAGE)
         elif get("isMeta"):
-            chain.parts.append(None)
+            chain.parts.append(_NONE)
         else:  # every block a tool result? (scan_blocks takes each dict block of type tool_result)
             if scan:
                 results = scanned[1]
                 only_results = bool(results) and len(results) == len(content)  # type: ignore[arg-type]
             else:
                 only_results = _only_results(content)
-            chain.parts.append(None if only_results else _PROMPT)
+            chain.parts.append(_NONE if only_results else _PROMPT)
         return key, scanned
 
     def order(self) -> list[tuple[int, int]]:
@@ -430,17 +435,24 @@ class ChainOrder:
         return all(chain.in_file_order() for chain in self._chains.values())
 
 
-# What _Chain.parts holds for a record besides an assistant record's message.id (None: nothing to note).
-_PROMPT = object()  # a user record the user typed
-_NO_MESSAGE = object()  # a record of another type than user or assistant
-_NOT_RESPONSES = frozenset({None, _PROMPT, _NO_MESSAGE})
+# What _Chain.parts holds for a record besides the hash of an assistant record's message.id.
+_NONE = 0  # nothing to note
+_PROMPT = 1  # a user record the user typed
+_NO_MESSAGE = 2  # a record of another type than user or assistant
+_RESPONSE = 3  # the message.id whose hash is one of the codes above
+_NOT_RESPONSES = frozenset({_NONE, _PROMPT, _NO_MESSAGE})
 _BEFORE = object()  # a parent named as "the record before": a compaction, or a record naming no parent
 
 
 class _Chain:
     """One conversation's records in file order: per position, its line, offset, uuid (`line:N` for a
     message record without one) and part (`parts`); the parent of the records that do not name the
-    record before as theirs (`named`: position -> uuid, None for a root, or _BEFORE)."""
+    record before as theirs (`named`: position -> uuid, None for a root, or _BEFORE).
+
+    uuids, named parents and message ids are kept as their 64-bit `hash()`, not as strings: a string
+    costs about 85 bytes a record for as long as the file is read (docs/design.md, "Memory per record").
+    Only equality is asked of them, and two distinct ids share a hash with a chance of about n²/2⁶⁵ for
+    n records (one in 10¹² for a file of ten thousand records, one in 10⁷ for two million)."""
 
     __slots__ = ("lines", "offsets", "uuids", "parts", "named", "last", "opened", "_active")
 
@@ -448,8 +460,8 @@ class _Chain:
         # Machine integers, not int objects: two per record of a long transcript, kept to the end.
         self.lines = array("q")
         self.offsets = array("q")
-        self.uuids: list[str] = []
-        self.parts: list[object] = []
+        self.uuids = array("q")
+        self.parts = array("q")
         self.named: dict[int, object] = {}
         self.last: str | None = None
         self.opened: int | None = (
@@ -475,10 +487,10 @@ class _Chain:
             # before it, and a record that names no parent at all follows the record before it.
             compaction = is_compact_boundary(record) or get("isCompactSummary") is True
             parent = _BEFORE if compaction or "parentUuid" not in record else None
-        self.named[len(self.lines)] = parent
+        self.named[len(self.lines)] = hash(parent) if type(parent) is str else parent
         self.lines.append(line)
         self.offsets.append(offset)
-        self.uuids.append(uuid)
+        self.uuids.append(hash(uuid))
         self.last = uuid
         return True
 
@@ -486,8 +498,12 @@ class _Chain:
         """Positions of the records of the active branch, in the order the model saw them."""
         count = len(self.lines)
         if self._active[0] != count:
-            position = dict(zip(self.uuids, range(count), strict=True))
-            ordered = self._order(position) if len(position) == count else self._repeats_resolved()
+            if _has_repeats(self.uuids):
+                ordered = self._repeats_resolved()
+            else:  # only the parents named are looked up: no dict of every uuid
+                wanted = {parent for parent in self.named.values() if type(parent) is int}
+                found = compress(range(count), map(wanted.__contains__, self.uuids)) if wanted else ()
+                ordered = self._order({self.uuids[at]: at for at in found})
             self._active = (count, ordered)
         return self._active[1]
 
@@ -503,13 +519,13 @@ class _Chain:
         known every uuid before."""
         clean = _Chain()
         kept: list[int] = []  # clean position -> position here
-        position: dict[str, int] = {}
+        position: dict[int, int] = {}
         last = None
         for at, uuid in enumerate(self.uuids):
             if uuid in position:
-                if self.parts[at] is _NO_MESSAGE:
+                if self.parts[at] == _NO_MESSAGE:
                     continue
-                uuid = f"line:{self.lines[at]}"
+                uuid = hash(f"line:{self.lines[at]}")
             named = self.named[at] if at in self.named else self.uuids[at - 1]
             parent = last if named is _BEFORE else named
             if parent != last:
@@ -521,7 +537,7 @@ class _Chain:
             last = uuid
         return [kept[at] for at in clean._order(position)]
 
-    def _order(self, position: dict[str, int]) -> list[int] | range:
+    def _order(self, position: dict[int, int]) -> list[int] | range:
         """The order where each uuid is one record's (`position`: uuid -> position)."""
         count = len(self.uuids)
         split = self._split()
@@ -547,9 +563,9 @@ class _Chain:
     def _split(self) -> bool:
         """Whether some response has other records written between its parts."""
         parts = self.parts
-        runs = compress(parts, map(ne, parts, [_BEFORE, *parts[:-1]]))  # each part where it changes
-        responses = [part for part in runs if part not in _NOT_RESPONSES]
-        return len(set(responses)) < len(responses)
+        # Each part where it changes (-1, the first record's "before", is no hash).
+        runs = compress(parts, map(ne, parts, itertools.chain((-1,), parts)))
+        return _has_repeats([part for part in runs if part not in _NOT_RESPONSES])
 
     def _forward(self, named: list[tuple[int, int]]) -> list[int] | range:
         """The branch where every parent comes before its child, by stretches: a stretch starts where a
@@ -582,7 +598,7 @@ class _Chain:
                     continue  # its parent is not kept, or it is a root of its own
             while at < ends[stretch]:  # records off the path, until one starts another branch
                 part = parts[at]
-                if part is _PROMPT:
+                if part == _PROMPT:
                     break
                 if part not in _NOT_RESPONSES:
                     if on_path is None:
@@ -660,10 +676,34 @@ class _Chain:
         return out
 
 
+def _has_repeats(hashes: array | list[int]) -> bool:
+    """Whether a value comes twice, without a set of every value (at the end of a long file, that set
+    would be the largest thing held): a table of a byte per slot, 8 to 16 slots a value, passes on only
+    the values whose slot is taken (about one in ten), and only those are compared exactly."""
+    size = 1 << (8 * len(hashes)).bit_length()
+    mask = size - 1
+    slots = bytearray(size)
+    maybe = set()
+    for value in hashes:
+        slot = value & mask
+        if slots[slot]:
+            maybe.add(value)
+        else:
+            slots[slot] = 1
+    if not maybe:
+        return False
+    seen: set[int] = set()
+    for value in filter(maybe.__contains__, hashes):
+        if value in seen:
+            return True
+        seen.add(value)
+    return False
+
+
 def _forks(part: object, on_path: set[object]) -> bool:
     """A record off the path that starts another branch: a prompt typed again (a rewind), or a part
     of a response the path does not hold (an answer generated again)."""
-    return part is _PROMPT or (part not in _NOT_RESPONSES and part not in on_path)
+    return part == _PROMPT or (part not in _NOT_RESPONSES and part not in on_path)
 
 
 def _tool_use_blocks(message: dict | None) -> list[dict]:

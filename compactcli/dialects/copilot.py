@@ -50,6 +50,13 @@ SUMMARY_FRAME = (
     "Here is a summary of the prior context:\n<summary>\n{summary}\n</summary>"
 )
 CHECKPOINTS = "checkpoints"
+# Copilot runs the postToolUse hooks between a tool's end and its tool.execution_complete, and records
+# each run as a hook.start whose input holds a copy of the result (`toolResult`: `textResultForLlm` as the
+# model is sent it, `sessionLog` and `contents` for the UI); no call id. Copilot 1.0.10x itself elides
+# the long ones as "duplicated pre-hook tool-result field" (docs/design.md, "micro and estimate").
+HOOK_START = "hook.start"
+HOOK_COPY_TEXT = "textResultForLlm"
+HOOK_UI_FIELDS = ("sessionLog", "contents", "binaryResultsForLlm")
 
 
 def is_event(record: dict) -> bool:
@@ -87,6 +94,23 @@ def result_content(fields: dict) -> object:
     if isinstance(error, dict):
         return error.get("message", "")
     return error if isinstance(error, str) else ""
+
+
+def hook_copy(record: dict) -> dict | None:
+    """The copy of a tool's result a postToolUse hook.start holds (its `toolResult`), else None."""
+    fields = data(record) if record.get("type") == HOOK_START else {}
+    hook_input = fields.get("input") if fields.get("hookType") == "postToolUse" else None
+    copy = hook_input.get("toolResult") if isinstance(hook_input, dict) else None
+    return copy if isinstance(copy, dict) and isinstance(copy.get(HOOK_COPY_TEXT), str) else None
+
+
+def empty_ui_fields(holder: dict, names: tuple[str, ...]) -> None:
+    """Empty the UI's copies of an output in place, each as a field of its own type ("" or [])."""
+    for name in names:
+        if isinstance(holder.get(name), str):
+            holder[name] = ""
+        elif isinstance(holder.get(name), list):
+            holder[name] = []
 
 
 def tool_requests(fields: dict) -> list[dict]:
@@ -207,7 +231,8 @@ class CopilotDialect(Dialect):
     # system prompt nor usage per call): the system prompt and tool definitions, tuned on the corpus
     # session's first shutdown (docs/design.md, "micro and estimate").
     default_overhead = 52_952
-    has_result_copies = False  # the UI's copies are fields of the same event (set_result_content)
+    # The UI's copies are fields of the same event (set_result_content), but for a postToolUse hook's.
+    has_result_copies = True
 
     def fit(self, record: dict) -> int:
         return PROVES if is_event(record) else NO
@@ -238,18 +263,26 @@ class CopilotDialect(Dialect):
         call = fields.get("toolCallId")
         return [ToolResult(call if isinstance(call, str) else None, -1, result_content(fields))]
 
+    def unnamed_result_copy(self, record: dict) -> tuple[str, object] | None:
+        """A postToolUse hook.start: the copy of the result Copilot completes next (HOOK_START)."""
+        copy = hook_copy(record)
+        name = data(record)["input"].get("toolName") if copy is not None else None
+        return (name, copy[HOOK_COPY_TEXT]) if isinstance(name, str) and copy is not None else None
+
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         """The model's copy gets the placeholder; the UI's copies in the same event are emptied (a
-        field of its own type: "" or []), so the event still has the shape Copilot wrote."""
+        field of its own type: "" or []), so the event still has the shape Copilot wrote. A hook's
+        copy is cleared the same way."""
+        copy = hook_copy(record)
+        if copy is not None:
+            copy[HOOK_COPY_TEXT] = content
+            empty_ui_fields(copy, HOOK_UI_FIELDS)
+            return
         fields = record["data"]
         result = fields.get("result")
         if isinstance(result, dict):
             result["content"] = content
-            for name in UI_FIELDS:
-                if isinstance(result.get(name), str):
-                    result[name] = ""
-                elif isinstance(result.get(name), list):
-                    result[name] = []
+            empty_ui_fields(result, UI_FIELDS)
         elif isinstance(fields.get("error"), dict):
             fields["error"]["message"] = content
         else:

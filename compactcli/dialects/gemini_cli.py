@@ -188,6 +188,16 @@ def _result_count(record: dict) -> int:
     return sum(1 for call in tool_calls(record) if _answered(call))
 
 
+def clear_display(call: dict, content: object) -> None:
+    """The UI's rendering of a cleared output (`resultDisplay`: the text, or a shell's lines of styled
+    tokens) would keep it: it shows what the model is now sent. An object stays: Gemini CLI reads state
+    from it (an edit's file diff, which /rewind reverts the file with; the todo list; a sub-agent's
+    progress), docs/design.md, "Gemini CLI sessions"."""
+    display = call.get("resultDisplay")
+    if (isinstance(display, str) and display) or isinstance(display, list):
+        call["resultDisplay"] = content
+
+
 class UpsertOrder:
     """The records of the history Gemini CLI loads, in its order: each message id where it first stood
     (since the last checkpoint or rewind), read at its last version. Fed to micro (`add_scan`), every
@@ -313,6 +323,7 @@ class GeminiCliDialect(Dialect):
             gp.clear_response(gp.part_list(holder.get("content"))[index]["functionResponse"], str(content))
             return
         call = tool_calls(holder)[index]
+        clear_display(call, content)
         result = call.get("result")
         if isinstance(result, str):
             call["result"] = content

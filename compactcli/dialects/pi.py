@@ -340,6 +340,9 @@ class PiDialect(Dialect):
     def stays_on_top(self, record: dict) -> bool:
         return is_header(record)  # pi reads a file only from its header, and resets one without it
 
+    def heads_file(self, record: dict) -> bool:
+        return is_header(record)  # replay -o writes a session pi resumes
+
     def new_order(self) -> PathOrder:
         return PathOrder()
 
@@ -422,7 +425,8 @@ class PiDialect(Dialect):
         when = (now or datetime.now(UTC)).astimezone(UTC)
         stamp = when.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
         leaf = context_records[-1] if context_records else {}
-        first = context_records[0] if len(context_records) > 1 else None
+        # The header is never a kept entry (replay's context starts with it, and keeps nothing).
+        first = context_records[0] if len(context_records) > 1 and not is_header(context_records[0]) else None
         if "id" not in leaf and "parentId" not in leaf:  # version 1: a list of entries, no tree
             record: dict = {"type": "compaction", "timestamp": stamp, "summary": text}
             record["firstKeptEntryIndex"] = kept_index if first is not None and kept_index is not None else -1

@@ -10,6 +10,8 @@ before it with its `compressedHistory`.
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
@@ -17,6 +19,7 @@ from compactcli.dialects import gemini_parts as parts_of
 from compactcli.dialects.base import (
     BLOCKS,
     BOUNDARY,
+    BYTES_PER_TOKEN,
     MAIN,
     NO,
     NOTHING_SCANNED,
@@ -174,6 +177,13 @@ class QwenCodeDialect(Dialect):
     title = "a Qwen Code session"
     one_message_per_line = False  # system records (telemetry, titles, snapshots) pass through
     results_first = False  # Qwen Code sends a turn's answers as tool messages before its other parts
+    # summarize appends a chat_compression record as Qwen Code does (docs/design.md, "Qwen Code:
+    # summarize"): every line stays, the record carries the Contents it keeps ...
+    appends_compactions = True
+    carries_kept = True
+    # ... so a kept result is in the file twice (its record and the compression): micro's --keep counts
+    # calls, and clears every copy.
+    results_repeat = True
     # What every call sends that the file does not hold: Qwen Code 0.15.10's system prompt, its 15 tool
     # definitions and the environment context, as bytes / 4 of the request the agent tier saw.
     default_overhead = 19_400
@@ -351,28 +361,39 @@ class QwenCodeDialect(Dialect):
         pre_tokens: int | None = None,
         now: datetime | None = None,
         new_uuid: Callable[[], str] | None = None,
+        kept_records: list[dict] | None = None,
+        kept_index: int | None = None,  # a pi file's; Qwen Code carries what it keeps instead
     ) -> list[dict]:
-        """What Qwen Code writes when it compresses the chat (`recordChatCompression`): a `system` record,
-        subtype `chat_compression`, whose `compressedHistory` is the summary as the user's Content and the
-        model's acknowledgement; its identity is the last of `context_records` that has one, its
-        parentUuid null (the records before it are summarized: the kept ones are relinked to it)."""
+        """What Qwen Code appends when it compresses the chat (`GeminiChat.tryCompress`,
+        `recordChatCompression`): a `system` record, subtype `chat_compression`, the child of the file's
+        last record (the last of `context_records`), whose `compressedHistory` is the summary as the user's
+        Content, the model's acknowledgement, a continuation prompt when the kept part starts with the
+        model's turn, then the Contents of `kept_records` (records sharing a uuid joined, as Qwen Code
+        joins them). Its identity is that of the last record that has one."""
         import uuid  # only here: a compaction is written
 
         make_uuid = new_uuid or (lambda: str(uuid.uuid4()))
         source = next((r for r in reversed(context_records) if "sessionId" in r), {})
         identity = {key: source[key] for key in IDENTITY if key in source}
+        leaf = next((r["uuid"] for r in reversed(context_records) if isinstance(r.get("uuid"), str)), None)
+        kept = kept_history(kept_records or [])
         history = [
             {"role": "user", "parts": [{"text": text}]},
             {"role": "model", "parts": [{"text": ACKNOWLEDGEMENT}]},
         ]
+        if kept and kept[0].get("role") == "model":
+            history.append({"role": "user", "parts": [{"text": CONTINUATION}]})
+        history += kept
+        # Qwen Code resumes with newTokenCount as the size of its context (getResumePromptTokenCount), the
+        # prompt its next call sends: the history and what every call sends besides (default_overhead).
         info = {
-            "originalTokenCount": pre_tokens or 0,
-            "newTokenCount": len(text.encode()) // 4,
+            "originalTokenCount": (pre_tokens or 0) + self.default_overhead,
+            "newTokenCount": len(json.dumps(history).encode()) // BYTES_PER_TOKEN + self.default_overhead,
             "compressionStatus": 1,  # COMPRESSED
         }
         record = {
             "uuid": make_uuid(),
-            "parentUuid": None,
+            "parentUuid": leaf,
             **identity,
             "timestamp": _iso_millis(now or datetime.now(UTC)),
             "type": "system",
@@ -380,6 +401,25 @@ class QwenCodeDialect(Dialect):
             "systemPayload": {"info": info, "compressedHistory": history},
         }
         return [record]
+
+
+def kept_history(records: list[dict]) -> list[dict]:
+    """The Contents Qwen Code would send of `records` (in the conversation's order): each record's
+    message, or a compression's history; consecutive records sharing a uuid are one Content, their parts
+    joined (SessionService.aggregateRecords). Copies: the records are left as they are."""
+    history: list[dict] = []
+    previous: object = None
+    for record in records:
+        uuid = record.get("uuid")
+        for content in _contents(record):
+            if not isinstance(content.get("parts"), list):
+                continue
+            if history and isinstance(uuid, str) and uuid == previous:
+                history[-1]["parts"] = history[-1]["parts"] + copy.deepcopy(content["parts"])
+            else:
+                history.append(copy.deepcopy(content))
+        previous = uuid
+    return history
 
 
 def _contents(record: dict) -> list[dict] | tuple[dict, ...]:

@@ -9,8 +9,11 @@ them in one record. The opt-in strategies (docs/design.md, "Micro strategies") k
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import re
 import sys
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -155,6 +158,12 @@ def content_chars(content: object) -> int:
     return 0
 
 
+def _digest(content: object) -> bytes:
+    """A short fingerprint of a tool output: a copy is matched to its result without keeping either."""
+    data = content if isinstance(content, str) else json.dumps(content, sort_keys=True, ensure_ascii=False)
+    return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 @dataclass
 class MicroIndex:
     """What one pass over a transcript needs to remember to decide what micro clears."""
@@ -165,6 +174,9 @@ class MicroIndex:
     # Lines of records that repeat a result for the UI (Codex exec_command_end), by tool use id.
     copies: dict[str, list[int]] = field(default_factory=dict)
     copy_count: int = 0
+    # Copies that name no call (Dialect.unnamed_result_copy), until the result they repeat is seen:
+    # tool name -> digest of the output -> their lines, oldest first.
+    _unnamed: dict[str, dict[bytes, deque[int]]] = field(default_factory=dict, init=False, repr=False)
 
     placeholder: str = DEFAULT_PLACEHOLDER
     truncate: Cut | None = None
@@ -189,14 +201,24 @@ class MicroIndex:
             conversation = self._tracker.key(record)
         uses, results = scanned if scanned is not None else self.dialect.scan(record)
         for use in uses:
-            # A handful of tool names, one string each: not one per tool use of a long transcript.
-            self.tool_names.setdefault(use.id, sys.intern(use.name) if type(use.name) is str else use.name)
+            # A handful of tool names, one string each: not one per tool use of a long transcript. The
+            # id is interned so that its results hold the same string, not a second copy of it.
+            use_id = sys.intern(use.id) if type(use.id) is str else use.id
+            self.tool_names.setdefault(use_id, sys.intern(use.name) if type(use.name) is str else use.name)
         if self.dialect.has_result_copies:
             for use_id in self.dialect.result_copies(record):
                 self.copies.setdefault(use_id, []).append(line)
                 self.copy_count += 1
+            unnamed = self.dialect.unnamed_result_copy(record)
+            if unnamed is not None:
+                waiting = self._unnamed.setdefault(unnamed[0], {})
+                waiting.setdefault(_digest(unnamed[1]), deque()).append(line)
+                self.copy_count += 1  # its line is one micro may change
         if not results:
             return []
+        if self._unnamed:
+            for result in results:
+                self._match_unnamed(result.tool_use_id, result.content)
         facts = self.results.get(conversation)
         if facts is None:
             facts = self.results[conversation] = []
@@ -206,12 +228,22 @@ class MicroIndex:
             is_text = isinstance(content, str)
             short = content if is_text and self._may_be_placeholder(content) else None
             chars = len(content) if is_text else content_chars(content)
-            fact = ResultFact(line, result.slot, result.tool_use_id, is_text, chars, short)
+            use_id = result.tool_use_id
+            if type(use_id) is str:
+                use_id = sys.intern(use_id)
+            fact = ResultFact(line, result.slot, use_id, is_text, chars, short)
             if self.truncate is not None and is_text:
                 fact.truncated = is_truncation(content, self.truncate)
             facts.append(fact)
             added.append(fact)
         return added
+
+    def _match_unnamed(self, tool_use_id: str | None, content: object) -> None:
+        """A result takes the oldest waiting copy of the same tool with the same output."""
+        waiting = self._unnamed.get(self.tool_names.get(tool_use_id or "", ""))
+        lines = waiting.get(_digest(content)) if waiting else None
+        if lines and tool_use_id is not None:
+            self.copies.setdefault(tool_use_id, []).append(lines.popleft())
 
     def follow(self, lines: list[int]) -> None:
         """Put each conversation's results in the order of `lines` (the dialect's conversation order,
@@ -284,12 +316,25 @@ def _recent_calls(facts: list[ResultFact], keep: int) -> set[int]:
     return kept
 
 
+@functools.lru_cache(maxsize=4096)
+def single_change(slot: int, value: object) -> list[Change]:
+    """The changes of a line that has one: one shared list per (slot, placeholder), not one per cleared
+    result, as every cleared result's changes are held until the second pass. Never changed in place."""
+    return [(slot, value)]
+
+
+def _add_change(clears: Plan, line: int, slot: int, value: object) -> None:
+    todo = clears.get(line)
+    clears[line] = single_change(slot, value) if todo is None else [*todo, (slot, value)]
+
+
 def plan(index: MicroIndex, options: MicroOptions, strategies: Strategies | None = None) -> Plan:
-    """Which results to clear, by line, and the strategies' changes."""
+    """Which results to clear, by line, and the strategies' changes. A line's list of changes may be
+    shared with other lines (single_change): replace it, never change it in place."""
     clears: Plan = {}
     superseded = strategies.superseded(index) if strategies is not None else frozenset()
     for fact, placeholder in cleared(index, options, superseded):
-        clears.setdefault(fact.line, []).append((fact.slot, placeholder))
+        _add_change(clears, fact.line, fact.slot, placeholder)
         # The UI's copy of a cleared result would keep what was cleared (a placeholder, even with --truncate).
         for line in index.copies.get(fact.tool_use_id or "", ()):
             copy = (
@@ -297,13 +342,13 @@ def plan(index: MicroIndex, options: MicroOptions, strategies: Strategies | None
                 if isinstance(placeholder, str)
                 else options.render(index.tool_name(fact.tool_use_id))
             )
-            clears.setdefault(line, []).append((COPY_SLOT, copy))
+            _add_change(clears, line, COPY_SLOT, copy)
     if strategies is not None:
         for line, changes in strategies.changes().items():
             if changes[0][0] == DROP_SLOT:
                 clears[line] = changes  # nothing else matters in a record that goes
             else:
-                clears.setdefault(line, []).extend(changes)
+                clears[line] = [*clears.get(line, ()), *changes]
     return clears
 
 

@@ -236,7 +236,8 @@ class Replay:
             return
         message = self.dialect.normalize(record)
         if message is None:
-            if self.dialect.instructions(record) is not None:  # sent with every call (Codex's prompt)
+            # Sent with every call (Codex's prompt), or what the agent reads the file from (pi's header).
+            if self.dialect.instructions(record) is not None or self.dialect.heads_file(record):
                 self.context.append(Entry(record, raw, line, slow))
                 return
             if not self._one_message_per_line or self._manual is None:
@@ -302,12 +303,16 @@ class Replay:
                 self._finish_recorded()
             return False
         if dialect.message(record) is None:
-            return self._one_message_per_line or dialect.instructions(record) is not None
+            return (
+                self._one_message_per_line
+                or dialect.instructions(record) is not None
+                or dialect.heads_file(record)
+            )
         if compaction == SUMMARY:
             after_boundary = len(self.context) == 1 and dialect.compaction(self.context[0].record) == BOUNDARY
-            if not after_boundary:  # older Claude Code writes the summary without a boundary
+            if not after_boundary:  # older Claude Code writes the summary without a boundary; pi's compaction
                 self._restart_recorded(line)
-                self.context = []
+                self.context = [entry for entry in self.context if self._kept_on_top(entry)]
             self._recorded = (line, self._recorded[1] if self._recorded else 0)
         return True
 
@@ -524,7 +529,14 @@ def replay(
 def output_entries(dialect: Dialect, entries: Sequence[Entry]) -> list[Entry]:
     """The entries as a file of their own. In a dialect with a chain (Dialect.link), a record whose
     parent is not there (summarized away, or a skipped record) is linked to the record before it, on
-    a copy, so that the chain from the summary to the last record is whole and the session resumes."""
+    a copy, so that the chain from the summary to the last record is whole and the session resumes.
+
+    A dialect whose agent appends its compaction after the entries it keeps (Dialect.appends_compactions:
+    pi, whose order puts the compaction before them) gets its entries in the order they were written,
+    so that the kept entries stay on the path to the compaction; a record the replay made stays after
+    the entry before it."""
+    if dialect.appends_compactions:
+        entries = _as_written(entries)
     out: list[Entry] = []
     seen: set[str] = set()
     previous: str | None = None
@@ -540,6 +552,19 @@ def output_entries(dialect: Dialect, entries: Sequence[Entry]) -> list[Entry]:
             previous = uuid
         out.append(entry)
     return out
+
+
+def _as_written(entries: Sequence[Entry]) -> list[Entry]:
+    """The entries in the order of their input lines; an entry the replay made takes the place of the
+    entry before it (the order among them kept)."""
+    keys: list[int] = []
+    place = -1
+    for entry in entries:
+        if entry.line is not None:
+            place = entry.line
+        keys.append(place)
+    order = sorted(range(len(entries)), key=lambda i: (keys[i], i))
+    return [entries[i] for i in order]
 
 
 def entry_bytes(entry: Entry, template: bytes = b"") -> bytes:

@@ -25,7 +25,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -101,13 +101,8 @@ class TokenCache:
             pass  # a cache that cannot be written only costs a request next time
 
 
-@lru_cache(maxsize=64)
-def _persists(model: str | None) -> bool:
-    return tok.thinking_persists(model)
-
-
-def _thinking_persists(model: object) -> bool:
-    return _persists(model if isinstance(model, str) else None)
+def _traits(model: object) -> tuple[bool, float]:
+    return tok.model_traits(model if isinstance(model, str) else None)
 
 
 class _Conversation:
@@ -133,14 +128,14 @@ class _Conversation:
 #   Sent:    (costs, starts_turn, message) of what the model is sent: costs by category (tokens.
 #            message_costs; None without the heuristic), the message itself for api only (else None)
 #   Top:     ((tool_use_id, name) of its tool uses, (tokens, tool_use_id) of its tool results), --top only
-#   Message: (synthetic, tool_results, keeps_thinking, seed_length, sent, top): keeps_thinking
-#            None when the message names no model; sent None when nothing is counted of it
+#   Message: (synthetic, tool_results, traits, seed_length, sent, top): traits, the tokens.model_traits
+#            of the model it names (None when it names none); sent None when nothing is counted of it
 #   Summary: (side, compaction, restarted, usage, call, message, seen, instructions): restarted, the
 #            Messages a BOUNDARY starts the context with; usage (context, output, call_id) recorded on the
 #            record; call, Dialect.recorded_call; seen and instructions, Sents
 Sent = tuple[list[float] | None, bool, dict | None]
 Top = tuple[tuple[tuple[str, str], ...], tuple[tuple[int, object], ...]]
-Message = tuple[bool, int, bool | None, int, Sent | None, Top | None]
+Message = tuple[bool, int, tuple[bool, float] | None, int, Sent | None, Top | None]
 Summary = tuple[
     bool,
     str | None,
@@ -288,26 +283,26 @@ class ContextCounter:
         """`seen`: the record is one the view was fed (a compaction's history is sent as it is)."""
         dialect = self.dialect
         seed_length = len(repr(message)) if self._seed else 0  # the message exactly as in the file
-        keeps_thinking = None
+        traits = None
         tool_results = 0
         if message.get("role") != "assistant":  # results are in user (or OpenAI tool) messages
             tool_results = dialect.result_count(record)
         elif dialect.is_synthetic(record):  # an error notice: never sent to the model
             return True, 0, None, seed_length, None, None
         elif "model" in message:
-            keeps_thinking = _thinking_persists(message.get("model"))
+            traits = _traits(message.get("model"))
         if not (self._heuristic or self._api or self.top_size):
-            return False, tool_results, keeps_thinking, seed_length, None, None
+            return False, tool_results, traits, seed_length, None, None
         view = self._view if seen else None
         normalized = view.normalize(record) if view is not None else dialect.normalize(record)
         if normalized is None:
-            return False, tool_results, keeps_thinking, seed_length, None, None
+            return False, tool_results, traits, seed_length, None, None
         top = self._top(record, normalized) if self.top_size else None
         kept = normalized if self._api else None
         if not self._heuristic:
-            return False, tool_results, keeps_thinking, seed_length, (None, False, kept), top
+            return False, tool_results, traits, seed_length, (None, False, kept), top
         sent = tok.message_costs(normalized), tok.starts_turn(normalized), kept
-        return False, tool_results, keeps_thinking, seed_length, sent, top
+        return False, tool_results, traits, seed_length, sent, top
 
     def _top(self, record: dict, normalized: dict) -> Top:
         names = tuple((use.id, use.name) for use in self.dialect.tool_uses(record))
@@ -332,6 +327,11 @@ class ContextCounter:
         assert conversation is not None
         if compaction == BOUNDARY:
             conversation = self._restart(conversation, line)
+            if restarted and conversation is self._main:
+                # The new context it carries is the main conversation's (a Copilot session summarized
+                # down to its compaction events holds no other message).
+                self._has_main = True
+                self._side = None
             for entry in restarted:
                 self._add(conversation, entry, line)
             return
@@ -383,7 +383,7 @@ class ContextCounter:
         return fresh
 
     def _add(self, conv: _Conversation, message: Message, line: int) -> None:
-        synthetic, tool_results, keeps_thinking, seed_length, sent, top = message
+        synthetic, tool_results, traits, seed_length, sent, top = message
         conv.messages += 1
         self._api_tokens = None
         if conv.seed is not None:
@@ -391,8 +391,8 @@ class ContextCounter:
         conv.tool_results += tool_results
         if synthetic:
             return
-        if keeps_thinking is not None and conv.heuristic is not None:
-            conv.heuristic.keep_thinking = keeps_thinking
+        if traits is not None and conv.heuristic is not None:
+            conv.heuristic.use_traits(traits)
         if sent is None:
             return
         costs, new_turn, normalized = sent

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from typing import BinaryIO
 
 from compactcli.core.constants import NO_USAGE, NO_USAGE_TEXT, OVER, UNDER
 from compactcli.core.errors import CHECK_FAILED, OK
+from compactcli.dialects import Dialect
 from compactcli.dialects.base import RecordOrder
 from compactcli.layers.estimate import is_over, share
 from compactcli.layers.micro import MicroOptions
@@ -29,8 +32,10 @@ def estimate_stream(
     micro: MicroOptions | None = None,
     model: str | None = None,
     use_cache: bool = True,
+    savings: bool = False,
 ) -> Outcome:
-    """Count one open, seekable file, its records in the order of its conversations."""
+    """Count one open, seekable file, its records in the order of its conversations; with `savings`, also
+    what micro (`micro`'s options) and summarize would leave of it (`after_micro`, `after_summarize`)."""
     dialect = dialect_for(source, path, fmt)
     cache = TokenCache.default() if use_cache else None
 
@@ -73,6 +78,11 @@ def estimate_stream(
         stats["usage"] = {"calls": usage.calls, "output_tokens": usage.output_tokens}
     if top:
         stats["top"] = [item.to_json() for item in counter.top]
+    if savings:
+        stats["savings"] = {
+            "micro": after_micro(source, path, dialect, micro or MicroOptions(), on_invalid),
+            "summarize": after_summarize(source, path, dialect, on_invalid),
+        }
     if max_tokens is not None:
         stats["max_tokens"] = max_tokens
         stats["share"] = share(tokens, max_tokens)
@@ -140,6 +150,75 @@ def _read_in_order(
         elif line.raw.strip():
             unreadable += 1  # passed over with --on-invalid keep
     return reader.lines, reader.size, unreadable
+
+
+# --- what micro and summarize would leave ------------------------------------------------------
+#
+# Each command's own edit, written to a temp file instead of the transcript, counted here
+# (docs/design.md, "estimate --format html"). Both figures are the heuristic count of the active context
+# after the edit, to set against the heuristic split before it (`by_category`): the same counter on both
+# sides, without overhead or recorded usage, which an edit does not change. Nothing is archived or
+# written beside the transcript; summarize uses the offline digest, so no model is asked.
+
+
+def _left_after(edit, source: BinaryIO, path: str, dialect: str) -> int | None:
+    """The heuristic tokens of what `edit` would write (prepare, write), counted as estimate counts."""
+    try:
+        edit.prepare(source)
+        edit.use_archive(os.path.abspath(path))
+        with tempfile.TemporaryFile() as out:
+            edit.write(source, out)
+            out.seek(0)
+            counted = estimate_stream(
+                out,
+                path,
+                method="heuristic",
+                fmt=dialect,
+                on_invalid="keep",
+                max_tokens=None,
+                use_cache=False,
+            )
+    finally:
+        edit.close()
+    return counted.stats.get("tokens")
+
+
+def after_micro(
+    source: BinaryIO, path: str, dialect: Dialect, options: MicroOptions, on_invalid: str
+) -> dict:
+    """`tokens` after micro with `options` (None: it would change nothing) and the results it `cleared`."""
+    from compactcli.pipelines import micro_file
+
+    source.seek(0)
+    edit = micro_file.analyze(source, path, options=options, fmt=dialect.name, on_invalid=on_invalid)
+    figures = {"cleared": edit.stats.get("cleared", 0)}
+    if not edit.changed:
+        edit.close()
+        return figures | {"tokens": None}
+    return figures | {"tokens": _left_after(edit, source, path, dialect.name)}
+
+
+def after_summarize(source: BinaryIO, path: str, dialect: Dialect, on_invalid: str) -> dict:
+    """`tokens` after `summarize --backend digest` with its default options, `summarized` (messages
+    replaced) and `kept`; `reason` instead when summarize would leave the file as it is."""
+    from compactcli.backends.digest import DigestSummarizer
+    from compactcli.pipelines import summarize_file
+
+    if not dialect.writes_compactions:
+        return {"reason": f"summarize cannot write a compaction into {dialect.title or dialect.name} yet"}
+    source.seek(0)
+    edit = summarize_file.analyze(
+        source,
+        path,
+        options=summarize_file.SummarizeOptions(),
+        summarizer=DigestSummarizer(),
+        fmt=dialect.name,
+        on_invalid=on_invalid,
+    )
+    if not edit.changed:
+        return {"reason": edit.stats.get("reason", "nothing to summarize")}
+    figures = {"summarized": edit.stats["summarized"], "kept": edit.stats["kept"]}
+    return figures | {"tokens": _left_after(edit, source, path, dialect.name)}
 
 
 def estimate_file(item: str, **options) -> Outcome:

@@ -30,6 +30,7 @@ from compactcli.layers.micro import (
     Plan,
     apply,
     plan,
+    single_change,
 )
 from compactcli.pipelines.transcript import Line, copy_range, dialect_for, diff_line, dump_line, parse_line
 
@@ -65,6 +66,27 @@ class Spans:
         return len(self.lines)
 
 
+class Spooled(Spans):
+    """Where each spooled line is in the spool (offset, length) and the changes it was written with: one
+    shared list per kind of change (layers/micro.single_change), not a tuple per line."""
+
+    __slots__ = ("changes",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changes: list = []
+
+    def put(self, line: int, offset: int, length: int, changes: list) -> None:
+        self.add(line, offset, length)
+        self.changes.append(changes)
+
+    def get(self, line: int) -> tuple[int, int, list] | None:
+        at = bisect_left(self.lines, line)
+        if at == len(self.lines) or self.lines[at] != line:
+            return None
+        return self.offsets[at], self.lengths[at], self.changes[at]
+
+
 @dataclass
 class MicroEdit:
     path: str
@@ -73,7 +95,7 @@ class MicroEdit:
     on_invalid: str
     stats: dict
     spool: BinaryIO | None = None
-    spooled: dict[int, tuple[int, int, list]] = field(default_factory=dict)
+    spooled: Spooled = field(default_factory=Spooled)
     spans: Spans = field(default_factory=Spans)  # line -> (offset, length) in source
     archive_first = False  # a placeholder does not name the archive
     sha256 = ""
@@ -221,7 +243,9 @@ def analyze(
             if candidates:
                 apply(dialect, record, candidates)  # the record is not needed any more
                 data = dump_line(Line(number, raw, record, slow))
-                edit.spooled[number] = (spool.tell(), len(data), candidates)
+                if len(candidates) == 1:  # the common case: one list for all alike
+                    candidates = single_change(*candidates[0])
+                edit.spooled.put(number, spool.tell(), len(data), candidates)
                 spool.write(data)
     except BaseException:
         edit.close()

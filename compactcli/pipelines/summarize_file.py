@@ -23,6 +23,8 @@ What is kept, per dialect (the records before the cut are all in the archive):
   is its own conversation, and the new records then carry its isSidechain and agentId.
 - pi (Dialect.appends_compactions): every line as it is, then one compaction entry naming the first
   kept record (docs/design.md, "pi sessions").
+- qwen-code (appends_compactions, carries_kept): every line as it is, then one chat_compression record
+  that holds the summary and the kept Contents (docs/design.md, "Qwen Code: summarize").
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import json
 import re
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, BinaryIO
@@ -42,7 +44,7 @@ import orjson
 from compactcli.core import redact as redaction
 from compactcli.core.errors import BadInput, Unavailable
 from compactcli.core.jsonio import dumps_like, plain
-from compactcli.counting.pricing import cost_usd, price_of
+from compactcli.counting.pricing import Price, cost_usd
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
 from compactcli.dialects.base import USER_MESSAGES_TOKENS
 from compactcli.layers.summarize import (
@@ -230,17 +232,21 @@ class SummaryEdit:
     def close(self) -> None:
         pass
 
-    def gate(self, source: BinaryIO, written: str) -> str | None:
+    @property
+    def gate(self) -> Callable[[BinaryIO, str], str | None] | None:
+        """--min-retention's check of the new content, None without it: rewrite then writes the output
+        as it goes, with no staging copy to check first."""
+        min_retention = self.options.min_retention
+        return None if min_retention is None else partial(self._retention_gate, min_retention)
+
+    def _retention_gate(self, min_retention: float, source: BinaryIO, written: str) -> str | None:
         """--min-retention: why the new content must not replace the original (its retention is below
-        R), else None. Called by rewrite before the replacement: below R the original stays and its
-        archive goes (docs/design.md, "A summary below --min-retention is not applied")."""
-        if self.options.min_retention is None:
-            return None
+        R), else None. Called by rewrite before anything is put in place or written to -o: below R the
+        original stays and its archive goes (docs/design.md, "A summary below --min-retention is not
+        applied")."""
         from compactcli.pipelines.verify import measure_into
 
-        return measure_into(
-            self.stats, source, self.path, written, self.options.min_retention, self.on_invalid
-        )
+        return measure_into(self.stats, source, self.path, written, min_retention, self.on_invalid)
 
     # -- 2. the summary --------------------------------------------------------------------------
 
@@ -272,10 +278,9 @@ class SummaryEdit:
             text = self.summarizer.summarize(self.summarized_messages(source), focus=self.options.focus)
         except Unavailable as err:
             raise Unavailable(f"{self.path}: {err}") from err
-        # A summary built on an earlier one says how deep it is, for the next compaction to read.
-        depth = self.previous_depth + 1 if self.previous_depth else 1
-        self.stats["compaction_depth"] = depth
-        self.set_summary(text + depth_note(depth), self.summarizer.name, dict(self.summarizer.redactions))
+        self.set_model_summary(
+            text, self.summarizer.name, dict(self.summarizer.redactions), self.previous_depth
+        )
         calls = getattr(self.summarizer, "calls", None)
         if calls is not None:
             self.stats["api_calls"] = calls
@@ -286,9 +291,20 @@ class SummaryEdit:
             self.stats["output_tokens"] = usage.output_tokens
             # "server": every request's tokens as the server counted them; else some are estimated.
             self.stats["tokens_from"] = "estimate" if usage.estimated else "server"
-            price = price_of(self.stats["model"])
+            price, source = summary_price(self.summarizer, self.stats["model"])
             if price is not None:
                 self.stats["cost_usd"] = round(cost_usd(price, usage.input_tokens, usage.output_tokens), 6)
+                self.stats["price_from"] = source
+
+    def set_model_summary(
+        self, text: str, backend: str, redactions: dict[str, int], previous_depth: int
+    ) -> None:
+        """A model's summary of the messages before the cut, whose earlier summary (if any) was
+        `previous_depth` deep: it says how deep it is, for the next compaction to read (docs/design.md,
+        "Summaries that build on the last one"), whether it came now or from a Message Batch."""
+        depth = previous_depth + 1 if previous_depth else 1
+        self.stats["compaction_depth"] = depth
+        self.set_summary(text + depth_note(depth), backend, redactions)
 
     def set_summary(self, text: str, backend: str, redactions: dict[str, int]) -> None:
         if getattr(self.summarizer, "redact", True):
@@ -310,17 +326,23 @@ class SummaryEdit:
     def new_records(self, source: BinaryIO, summary: str, archive: str) -> list[dict]:
         context = [self._read_at(source, offset) for offset in self.context_offsets]
         if self.append:
+            extra = {"kept_records": self._kept_records(source)} if self.dialect.carries_kept else {}
             return self.dialect.summary_records(
                 summary_text(archive, summary),
                 context_records=context,
                 pre_tokens=self.pre_tokens,
                 kept_index=self.kept_index,
+                **extra,
             )
         return self.dialect.summary_records(
             summary_text(archive, summary),
             context_records=context,
             pre_tokens=self.pre_tokens,
         )
+
+    def _kept_records(self, source: BinaryIO) -> list[dict]:
+        """The records kept after the summary, in the conversation's order (Dialect.carries_kept)."""
+        return [self._read_at(source, offset) for offset in self.conversation.offsets[self.cut :]]
 
     def _read_at(self, source: BinaryIO, offset: int) -> dict:
         source.seek(offset)
@@ -672,10 +694,18 @@ def planned_usage(summarizer: Summarizer | None, tokens: int) -> dict | None:
         "max_output_tokens": out_tokens,
         "model": model,
     }
-    price = price_of(model)
+    price, source = summary_price(summarizer, model)
     if price is not None:
         planned["max_cost_usd"] = round(cost_usd(price, in_tokens, out_tokens), 6)
+        planned["price_from"] = source
     return planned
+
+
+def summary_price(summarizer: Summarizer | None, model: str | None) -> tuple[Price | None, str | None]:
+    """The price of the summarizer's tokens and its source (ModelSummarizer.price_for); (None, None)
+    for one that has no price (the digest spends nothing)."""
+    price_for = getattr(summarizer, "price_for", None)
+    return price_for(model) if price_for is not None else (None, None)
 
 
 def _place_cut(
@@ -728,7 +758,8 @@ def planned_text(planned: dict) -> str:
         f"at most {planned['max_output_tokens']:,} out"
     )
     if "max_cost_usd" in planned:
-        text += f", at most ${planned['max_cost_usd']:.4f} at {planned['model']}'s price"
+        whose = "--price" if planned.get("price_from") == "settings" else f"{planned['model']}'s list price"
+        text += f", at most ${planned['max_cost_usd']:.4f} at {whose}"
     elif planned.get("model"):
-        text += f" ({planned['model']}: no price known)"
+        text += f" ({planned['model']}: no price known, --price sets one)"
     return text

@@ -67,6 +67,6 @@ def measure_into(
     if result.score < min_retention:
         return (
             f"{name}: retention {result.score:.2f} is below --min-retention {min_retention}: "
-            "the original is kept, nothing archived"
+            "the original is kept; nothing written or archived"
         )
     return None

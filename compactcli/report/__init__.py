@@ -6,7 +6,8 @@ numbers read. Where each piece goes (docs/json-output.md has the JSON field list
 
 - stdout: the command's data lines (tables, violations, annotations, the --dry-run list) or one JSON
   object per file (the --dry-run list is its `changes`); these go to stderr instead when stdout carries
-  data: a transcript (-o -, stdin) or a --diff. One stream, one kind of content.
+  data: a transcript (-o -, stdin) or a --diff. One stream, one kind of content: under --format github
+  stdout holds workflow commands only, so the --dry-run list (lines for a person) goes to stderr.
 - stderr: `error: ...` for each file that failed, `-v` lines, `would compact PATH` under --check, and
   the summary line (not with -q).
 - the exit code: the most serious of the files' codes, in the order of SEVERITY.
@@ -39,14 +40,14 @@ SEVERITY = (errors.IO_ERR, errors.DATA_ERR, errors.UNAVAILABLE, errors.BUSY, err
 # Output formats (--format); --json is --format json. Each command accepts those that apply to it,
 # listed here and nowhere else; the first is its default. json streams one object per file as each
 # ends (JSON lines); json-document prints one document with them all and the totals, at the end.
-TEXT, TABLE, JSON, CSV, GITHUB = "text", "table", "json", "csv", "github"
+TEXT, TABLE, JSON, CSV, GITHUB, HTML = "text", "table", "json", "csv", "github", "html"
 JSON_DOCUMENT = "json-document"
 JSON_FORMATS = (JSON, JSON_DOCUMENT)
 COMMAND_FORMATS = {
     "micro": (TEXT, JSON, JSON_DOCUMENT, GITHUB),
     "summarize": (TEXT, JSON, JSON_DOCUMENT, GITHUB),
     "validate": (TEXT, JSON, JSON_DOCUMENT, GITHUB),
-    "estimate": (TABLE, JSON, JSON_DOCUMENT, CSV, GITHUB),
+    "estimate": (TABLE, JSON, JSON_DOCUMENT, CSV, GITHUB, HTML),
     "replay": (TEXT, JSON, JSON_DOCUMENT, TABLE, CSV),
     "restore": (TEXT, JSON, JSON_DOCUMENT),
     "prune": (TEXT, JSON, JSON_DOCUMENT),
@@ -223,13 +224,19 @@ class Report:
     def data(self) -> IO[str]:
         return sys.stderr if self.stdout_has_data else sys.stdout
 
+    @property
+    def listing(self) -> IO[str]:
+        """Where the --dry-run list goes: stdout, unless stdout holds another kind (a transcript, a
+        --diff, GitHub workflow commands)."""
+        return sys.stderr if self.stdout_has_data or self.output_format == GITHUB else sys.stdout
+
     def done(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
         preview = outcome.stats.pop("preview", None)
         if self.output_format not in JSON_FORMATS:  # in JSON, the --dry-run list is the object's `changes`
             for change in outcome.stats.pop("changes", ()):
                 where = f"{outcome.path}:{change['line']}" if change["line"] is not None else outcome.path
-                click.echo(f"{where}: {change['change']}")
+                click.echo(f"{where}: {change['change']}", file=self.listing)
         if preview:
             click.echo(preview, nl=False)
         if self.output_format == JSON:

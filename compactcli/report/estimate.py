@@ -5,14 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import click
 
 from compactcli.core.constants import NO_USAGE, NO_USAGE_TEXT, OVER
 from compactcli.core.errors import CHECK_FAILED
 from compactcli.counting.tokens import CATEGORIES
-from compactcli.report import FAILED, Figures, Outcome, annotation, line_of
+from compactcli.report import FAILED, HTML, Figures, Outcome, annotation, line_of
 
 # --- output -------------------------------------------------------------------------------------
 
@@ -91,15 +91,20 @@ def _percent(value: float | None) -> str:
 class EstimateFigures(Figures):
     """estimate's part of the report: a table, CSV rows or GitHub annotations per file, then totals."""
 
-    def __init__(self, method: str, max_tokens: int | None) -> None:
+    def __init__(
+        self, method: str, max_tokens: int | None, history: Callable[[str], list[dict]] | None = None
+    ) -> None:
         self.method = method
         self.max_tokens = max_tokens
+        self.history = history or (lambda path: [])  # --format html: a file's archives (restore --list's)
         self._header_done = False
         self._rows: list[tuple[dict[str, str], str, str, list[str]]] = []  # cells, path, note, --top lines
         self._buffer = io.StringIO()
         self._writer = csv.writer(self._buffer, lineterminator="\n")
 
     def lines(self, outcome: Outcome, output_format: str) -> Iterator[str]:
+        if output_format == HTML:
+            return iter(())  # one page, at the end
         write = {"table": self._table, "csv": self._csv, "github": self._github}[output_format]
         return write(outcome)
 
@@ -253,6 +258,13 @@ class EstimateFigures(Figures):
     def finish(self, outcomes: list[Outcome], output_format: str) -> Iterator[str]:
         if output_format == "table":
             yield from self._table_total(outcomes)
+        elif output_format == HTML:
+            from compactcli.report.html import page
+
+            totals = added_up([o for o in outcomes if o.status != FAILED])
+            yield page(
+                outcomes, method=self.method, max_tokens=self.max_tokens, totals=totals, history=self.history
+            )
         elif output_format == "csv" and not self._header_done:
             yield self._csv_line(self.CSV_FIELDS)  # an empty result still has its header
 

@@ -42,6 +42,7 @@ class Pending:
     sha256: str
     request: dict
     redactions: dict[str, int]
+    previous_depth: int = 0  # of the earlier summary the request builds on (0: none)
 
 
 def batch_custom_id(item: str, sha256: str, request: dict) -> str:
@@ -77,7 +78,7 @@ def batch_entry(
         redact=summarizer.redact,
     )
     request["custom_id"] = batch_custom_id(item, edit.sha256, request)
-    return Pending(item, edit.sha256, request, dict(summarizer.redactions))
+    return Pending(item, edit.sha256, request, dict(summarizer.redactions), edit.previous_depth)
 
 
 def _with_summary(
@@ -86,7 +87,7 @@ def _with_summary(
     edit = analyze(source, name)
     if edit.sha256 != pending.sha256:
         raise Busy(f"{name}: busy: changed since its batch request was sent")
-    edit.set_summary(text, "anthropic", pending.redactions)
+    edit.set_model_summary(text, "anthropic", pending.redactions, pending.previous_depth)
     return edit
 
 

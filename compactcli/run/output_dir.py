@@ -81,7 +81,15 @@ def process(
         outcome = process_open(
             name, source, replace(settings, output=str(local)), _original_stays(analyze, item)
         )
-        if outcome.status not in (CHANGED, UNCHANGED) or settings.check or settings.diff or settings.dry_run:
+        # A failed outcome (an edit refused by its gate) wrote nothing: there is nothing to put or hash.
+        failed = outcome.exit_code != errors.OK
+        if (
+            outcome.status not in (CHANGED, UNCHANGED)
+            or failed
+            or settings.check
+            or settings.diff
+            or settings.dry_run
+        ):
             return outcome
         if remote.is_url(dest):
             remote.upload(str(local), dest)

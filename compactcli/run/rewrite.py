@@ -210,12 +210,7 @@ def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -
                         archived=archived,
                     )
             except _Refused as refusal:
-                if archived is not None:
-                    _discard(archived[0])
-                    with contextlib.suppress(OSError):  # an archive folder made for it alone goes too
-                        os.rmdir(archived[0].parent)
-                stats = dict(edit.stats, reason="below --min-retention")
-                return Outcome(item, UNCHANGED, errors.CHECK_FAILED, str(refusal), stats=stats)
+                return _refused(item, edit, archived, refusal)
             except BaseException:
                 if archived is not None and not handed_over:
                     _discard(archived[0])
@@ -228,6 +223,16 @@ def _in_place(item: str, path: Path, settings: FileSettings, analyze: Analyze) -
 
 class _Refused(Exception):
     """The edit's gate refused its new content: the original stays (the message says why)."""
+
+
+def _refused(item: str, edit: Edit, archived: tuple[Path, str, int] | None, refusal: _Refused) -> Outcome:
+    """The outcome of a refused edit, its archive removed: nothing it made is left."""
+    if archived is not None:
+        _discard(archived[0])
+        with contextlib.suppress(OSError):  # an archive folder made for it alone goes too
+            os.rmdir(archived[0].parent)
+    stats = dict(edit.stats, reason="below --min-retention")
+    return Outcome(item, UNCHANGED, errors.CHECK_FAILED, str(refusal), stats=stats)
 
 
 def _gate(edit: Edit, source: BinaryIO, out: BinaryIO, written: Path) -> str | None:
@@ -287,17 +292,21 @@ def _to_output(
             folder = Path(ARCHIVE_DIR_NAME)
         archived = _prepare(edit, source, original, folder, "stdin" if spool is not None else None)
     try:
-        source.seek(0)
-        if settings.output in (None, STDOUT):
-            with _stdout() as stdout:
-                out = _CountingWriter(stdout)
-                _write(edit, source, out)
-            written = out.written
-        else:
-            with output_file(Path(settings.output), _mode_of(source, spool)) as target:
-                out = _CountingWriter(target)
-                _write(edit, source, out)
+        with contextlib.ExitStack() as stack:
+            source.seek(0)
+            content = _gated(edit, source, stack)
+            if settings.output in (None, STDOUT):
+                with _stdout() as stdout:
+                    out = _CountingWriter(stdout)
+                    _write(edit, source, out, content)
                 written = out.written
+            else:
+                with output_file(Path(settings.output), _mode_of(source, spool)) as target:
+                    out = _CountingWriter(target)
+                    _write(edit, source, out, content)
+                    written = out.written
+    except _Refused as refusal:
+        return _refused(item, edit, archived, refusal)
     except BaseException:
         if archived is not None:
             _discard(archived[0])
@@ -337,8 +346,25 @@ def _stdout() -> Iterator[BinaryIO]:
         yield stdout
 
 
-def _write(edit: Edit, source: BinaryIO, out: _CountingWriter) -> None:
-    if edit.changed:
+def _gated(edit: Edit, source: BinaryIO, stack: contextlib.ExitStack) -> BinaryIO | None:
+    """The new content in a temp file, checked by the edit's gate before -o or stdout gets a byte of
+    it (docs/design.md, "A summary below --min-retention is not applied"); None for an edit without a
+    gate, which is written as it is made. Raises _Refused."""
+    if not edit.changed or getattr(edit, "gate", None) is None:
+        return None
+    staged = stack.enter_context(tempfile.NamedTemporaryFile(prefix="compactcli-gate-"))
+    edit.write(source, staged)
+    refused = _gate(edit, source, staged, Path(staged.name))
+    if refused is not None:
+        raise _Refused(refused)
+    staged.seek(0)
+    return staged  # type: ignore[return-value]
+
+
+def _write(edit: Edit, source: BinaryIO, out: _CountingWriter, content: BinaryIO | None = None) -> None:
+    if content is not None:  # made and checked already (_gated)
+        shutil.copyfileobj(content, out)  # type: ignore[arg-type]
+    elif edit.changed:
         edit.write(source, out)  # type: ignore[arg-type]
     else:
         shutil.copyfileobj(source, out)  # type: ignore[arg-type]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,13 @@ from compactcli.storage.archives import MANIFEST_NAME
 from compactcli.storage.fileio import _CHUNK, _io_errors, _iso_utc, _utc_now, snapshot
 from compactcli.storage.folders import Untrusted, _archive_folder, default_archive_dir
 from compactcli.storage.locks import file_lock
-from compactcli.storage.manifest import ArchiveRecord, _ManifestAppend, history, take_back_unfinished
+from compactcli.storage.manifest import (
+    ArchiveRecord,
+    _ManifestAppend,
+    history,
+    read_history,
+    take_back_unfinished,
+)
 from compactcli.storage.replace import Replacement
 
 RESTORE = "restore"  # the command name a restore records in the manifest
@@ -28,6 +35,18 @@ def pristine_index(entries: list[ArchiveRecord]) -> int | None:
     """The entry (oldest first) whose archive is the pristine original: the file as it was before
     compactcli first changed it, i.e. the oldest original kept (prune keeps it unless told)."""
     return next((i for i, entry in enumerate(entries) if is_original(entry)), None)
+
+
+def listing(path: Path, archive_dir: Path | None) -> tuple[list[dict], list[str]]:
+    """What `restore --list` shows of `path`: its manifest lines, oldest first, each with its `index` and
+    `pristine`; and the manifest lines skipped (why, for the user to see)."""
+    found = read_history(path, archive_dir)
+    pristine = pristine_index(found.records)
+    entries = [
+        dict(dataclasses.asdict(entry), index=number, pristine=number == pristine)
+        for number, entry in enumerate(found.records)
+    ]
+    return entries, found.skipped
 
 
 def latest_original(entries: list[ArchiveRecord]) -> int | None:

@@ -13,8 +13,10 @@ fake API on 127.0.0.1 and never reads the developer's settings or credentials.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +97,33 @@ def tool_uses_sent(body: dict[str, Any]) -> int:
         for block in message["content"]
         if block.get("type") == "tool_use"
     )
+
+
+def screen_of(
+    argv: list[str | Path], *, cwd: Path, env: dict[str, str], until: str, timeout: float = 60
+) -> str:
+    """Run an interactive agent in a real terminal (a detached tmux session, 160x60), as a person would,
+    and return its screen and scrollback once `until` shows on it (or at `timeout`); the agent is then
+    ended. Skips without tmux."""
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        pytest.skip("tmux is not installed: apt-get install tmux")
+    name = f"compactcli-{os.getpid()}-{time.monotonic_ns()}"
+    command = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *map(str, argv)])
+    subprocess.run(
+        [tmux, "new-session", "-d", "-s", name, "-x", "160", "-y", "60", "-c", str(cwd), command], check=True
+    )
+    screen = ""
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            shown = subprocess.run(
+                [tmux, "capture-pane", "-p", "-S", "-500", "-t", name], capture_output=True, text=True
+            )
+            screen = shown.stdout if shown.returncode == 0 else screen
+            if until in screen:
+                break
+            time.sleep(0.5)
+    finally:
+        subprocess.run([tmux, "kill-session", "-t", name], capture_output=True)
+    return screen

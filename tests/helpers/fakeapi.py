@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import threading
 from collections import deque
@@ -35,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from helpers.cli import environ
 
 ENDPOINTS = ("messages", "count_tokens", "batch_create", "batch_retrieve", "batch_results")
 
@@ -177,10 +178,10 @@ class FakeAnthropic:
 
     def env(self, **extra: str) -> dict[str, str]:
         """An environment for a subprocess that talks to this server (and only to it)."""
-        env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_AUTH_TOKEN"}
-        env.update(ANTHROPIC_BASE_URL=self.url, ANTHROPIC_API_KEY=self.api_key)
-        env.update(extra)
-        return env
+        return (
+            environ("ANTHROPIC_AUTH_TOKEN", ANTHROPIC_BASE_URL=self.url, ANTHROPIC_API_KEY=self.api_key)
+            | extra
+        )
 
     # -- scripting -------------------------------------------------------------------------
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import socket
 import threading
 from collections import deque
@@ -33,6 +32,7 @@ from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 from typing import Any
 
+from helpers.cli import environ
 from helpers.fakeapi import LoopbackHandler, Recorded, Reply, serve_on_loopback, shut_down
 
 ENDPOINTS = ("chat", "models")
@@ -168,12 +168,8 @@ class FakeOpenAI:
 
     def env(self, **extra: str) -> dict[str, str]:
         """An environment for a subprocess that talks to this server (and only to it)."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-        env["OPENAI_BASE_URL"] = self.url
-        if self.api_key is not None:
-            env["OPENAI_API_KEY"] = self.api_key
-        env.update(extra)
-        return env
+        key = {} if self.api_key is None else {"OPENAI_API_KEY": self.api_key}
+        return environ("OPENAI_", OPENAI_BASE_URL=self.url, **key) | extra
 
     # -- scripting -------------------------------------------------------------------------
 

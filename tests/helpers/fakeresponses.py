@@ -7,10 +7,14 @@ Anything else is answered 404 and recorded, so a test can see what a client aske
 real API it refuses (400, in the API's error shape and wording) an input whose function calls and
 outputs are not paired, and an input item that carries the id of an item it answered in a response
 that also held a reasoning item, without that reasoning item. Tests script the output items per
-request (`reply_items`) and read `requests`.
+request (`reply_items`) and read `requests`. Every response carries an `x-request-id` header. A test
+of a client's failures plans replies (the Reply of helpers.fakeapi, used once each, in order; then
+`always`), e.g. helpers.fakeopenai's error_reply and html_reply; `deltas` streams each message's
+text as `response.output_text.delta` events too, as the real API does (off: only the finished items).
 
     with FakeResponses() as api:
         api.reply_items = lambda body: [function_call("call_1", "exec_command", {"cmd": "ls"})]
+        api.plan(error_reply(503, retry_after=0.01), Reply(delay=5))
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import itertools
 import json
 import secrets
 import threading
+from collections import deque
 from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -75,6 +80,10 @@ class FakeResponses:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         self.reply_items: Callable[[dict[str, Any]], list[dict[str, Any]]] = _default_items
+        self.deltas = False
+        self._plan: deque[Reply] = deque()
+        self._always: Reply | None = None
+        self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._token = secrets.token_hex(4)  # item ids unique across servers
@@ -86,7 +95,19 @@ class FakeResponses:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stopping.set()  # wakes handlers sleeping through a planned delay
         shut_down(self._server, self._thread)
+
+    def plan(self, *replies: Reply) -> None:
+        """Answer the next requests to /v1/responses with these, one each, in order (a Reply without
+        a body: the normal answer, after its delay)."""
+        with self._lock:
+            self._plan.extend(replies)
+
+    def always(self, reply: Reply | None) -> None:
+        """Answer every request to /v1/responses with `reply` once the plan is used up (None: normal)."""
+        with self._lock:
+            self._always = reply
 
     @property
     def url(self) -> str:
@@ -99,20 +120,25 @@ class FakeResponses:
         with self._lock:
             return [r for r in self.requests if r.endpoint == "responses"]
 
-    def handle(self, rec: Recorded) -> tuple[int, str, str]:
-        """(status, content type, body) for one request."""
+    def handle(self, rec: Recorded) -> Reply:
+        """The reply to one request (before any planned delay)."""
         with self._lock:
             self.requests.append(rec)
             n = next(self._ids)
+        rec.request_id = f"req_fake_responses_{n:06d}"
         if rec.method != "POST" or rec.path.rstrip("/") != "/v1/responses":
-            return 404, "application/json", _error(f"no route for {rec.method} {rec.path}", None)
+            return _json(404, _error(f"no route for {rec.method} {rec.path}", None))
         rec.endpoint = "responses"
+        with self._lock:
+            planned = self._plan.popleft() if self._plan else self._always
+        if planned is not None and planned.body is not None:
+            return planned
         if not rec.headers.get("authorization", "").startswith("Bearer "):
-            return 401, "application/json", _error("You didn't provide an API key.", None)
+            return _json(401, _error("You didn't provide an API key.", None))
         body = rec.body if isinstance(rec.body, dict) else {}
         problem = unpaired(body.get("input")) or without_reasoning(body.get("input"))
         if problem is not None:
-            return 400, "application/json", _error(problem, "input")
+            return _json(400, _error(problem, "input"))
         items = [
             {"id": f"item_{self._token}_{n}_{i}", "status": "completed", **it}
             for i, it in enumerate(self.reply_items(body))
@@ -120,7 +146,13 @@ class FakeResponses:
         reasoning = next((it["id"] for it in items if it.get("type") == "reasoning"), None)
         if reasoning is not None:
             _REASONING_OF.update((it["id"], reasoning) for it in items if it["id"] != reasoning)
-        return 200, "text/event-stream", _events(f"resp_fake_{n:06d}", body, items)
+        events = _events(f"resp_fake_{n:06d}", body, items, self.deltas)
+        headers = {"content-type": "text/event-stream", **(planned.headers if planned else {})}
+        return Reply(200, events, headers, planned.delay if planned else 0.0)
+
+
+def _json(status: int, body: str) -> Reply:
+    return Reply(status, body, {"content-type": "application/json"})
 
 
 def unpaired(items: Any) -> str | None:
@@ -169,7 +201,7 @@ def _error(message: str, param: str | None) -> str:
     )
 
 
-def _events(response_id: str, body: dict[str, Any], items: list[dict[str, Any]]) -> str:
+def _events(response_id: str, body: dict[str, Any], items: list[dict[str, Any]], deltas: bool) -> str:
     sent = len(json.dumps(body)) // 4
     written = len(json.dumps(items)) // 4 + 1
     response = {"id": response_id, "object": "response", "model": body.get("model"), "status": "in_progress"}
@@ -183,6 +215,18 @@ def _events(response_id: str, body: dict[str, Any], items: list[dict[str, Any]])
     events: list[dict[str, Any]] = [{"type": "response.created", "response": response}]
     for index, item in enumerate(items):
         events.append({"type": "response.output_item.added", "output_index": index, "item": item})
+        for part, content in enumerate((item.get("content") or []) if deltas else []):
+            text = content.get("text") if content.get("type") == "output_text" else None
+            for at in range(0, len(text or ""), 40):  # the text in pieces, as the API streams it
+                events.append(
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": item["id"],
+                        "output_index": index,
+                        "content_index": part,
+                        "delta": text[at : at + 40],
+                    }
+                )
         events.append({"type": "response.output_item.done", "output_index": index, "item": item})
     completed = {**response, "status": "completed", "output": items, "usage": usage}
     events.append({"type": "response.completed", "response": completed})
@@ -193,6 +237,9 @@ class _Handler(LoopbackHandler):
     def _serve(self) -> None:
         fake: FakeResponses = self.server.fake  # type: ignore[attr-defined]
         rec = self.received()
-        status, content_type, data = fake.handle(rec)
-        rec.status = status
-        self.send(Reply(status, data, {"content-type": content_type}))
+        reply = fake.handle(rec)
+        rec.status = reply.status
+        if reply.delay and fake._stopping.wait(reply.delay):
+            return  # server stopping: drop the request
+        rec.request_id = reply.headers.get("x-request-id", rec.request_id)
+        self.send(Reply(reply.status, reply.body, {**reply.headers, "x-request-id": rec.request_id}))

@@ -27,7 +27,7 @@ def parse(raw: bytes) -> dict | None:
 def assert_only_results_cleared(
     dialect: str, before: bytes, after: bytes, is_placeholder: Callable[[object], bool]
 ) -> int:
-    """Unchanged lines are byte-exact; a changed line differs only by cleared results (and toolUseResult).
+    """Unchanged lines are byte-exact; a changed line differs only by cleared results and their UI copies.
 
     Returns how many results were cleared.
     """
@@ -49,11 +49,21 @@ def assert_only_results_cleared(
             reference.set_content(rebuilt[new.line], dialect, new, old.content)
             cleared += 1
     cleared_ids = {old.tool_use_id for old, new in zip(old_results, new_results, strict=True) if old != new}
+    hook_copies = reference.copilot_hook_copies(old_records) if dialect == "copilot" else {}
     for number, (old, new) in enumerate(zip(old_lines, new_lines, strict=True)):
         if old == new:
             continue
         assert parse(old) is not None and parse(new) is not None, f"line {number + 1} changed but is not JSON"
         assert old.endswith(b"\n") == new.endswith(b"\n"), f"line {number + 1}: line ending changed"
+        if number in hook_copies:
+            # A Copilot hook's copy of a result: only the copy changes, with the result it copies.
+            assert hook_copies[number] in cleared_ids, (
+                f"line {number + 1}: a hook's copy changed, its result did not"
+            )
+            assert reference.without_hook_copy(new_records[number]) == reference.without_hook_copy(
+                old_records[number]
+            ), f"line {number + 1}: more than the hook's copy of a result changed"
+            continue
         copy_of = reference.ui_copy_of(old_records[number], dialect)
         if copy_of is not None:
             # Codex's UI copy of a command's output: only its output fields change, with its result.

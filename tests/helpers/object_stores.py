@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import environ
+
 BUCKET = "agent-sessions"
 # Azurite's one built-in account and its published development key (not a secret anywhere else).
 AZURITE_ACCOUNT = "devstoreaccount1"
@@ -47,8 +49,7 @@ class Store:
 
 def _base_env() -> dict[str, str]:
     """The test's environment without any cloud or Dask setting of the machine it runs on."""
-    prefixes = ("AWS_", "DASK_", "AZURE_", "GOOGLE_", "STORAGE_EMULATOR", "FSSPEC_", "GCSFS_")
-    return {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    return environ(("AWS_", "DASK_", "AZURE_", "GOOGLE_", "STORAGE_EMULATOR", "FSSPEC_", "GCSFS_"))
 
 
 @contextmanager

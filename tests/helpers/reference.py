@@ -52,8 +52,66 @@ def _copilot_data(record: dict, kind: str) -> dict | None:
     return data if record.get("type") == kind and isinstance(data, dict) else None
 
 
+# A postToolUse hook.start names no call; its input's toolResult copies the result of the next
+# tool.execution_complete of a call of its toolName whose text is the copy's textResultForLlm
+# (docs/design.md, "micro and estimate"). micro clears that text and empties the UI's fields beside it.
+COPILOT_HOOK_UI_FIELDS = ("textResultForLlm", "sessionLog", "contents", "binaryResultsForLlm")
+
+
+def _hook_copy(record: dict) -> tuple[str, dict] | None:
+    data = _copilot_data(record, "hook.start")
+    given = data.get("input") if data and data.get("hookType") == "postToolUse" else None
+    copy_ = given.get("toolResult") if isinstance(given, dict) else None
+    if isinstance(copy_, dict) and isinstance(copy_.get("textResultForLlm"), str):
+        return str(given.get("toolName")), copy_
+    return None
+
+
+def copilot_hook_copies(records: list[dict]) -> dict[int, str | None]:
+    """Line of each postToolUse hook.start that copies a result -> that result's call id."""
+    names = {id_: name for record in records for id_, name in tool_uses(record, "copilot")}
+    results = tool_results(records, "copilot")
+    taken: set[int] = set()
+    found: dict[int, str | None] = {}
+    for line, record in enumerate(records):
+        hook = _hook_copy(record)
+        if hook is None:
+            continue
+        for index, result in enumerate(results):
+            if index in taken or result.line < line or names.get(result.tool_use_id or "") != hook[0]:
+                continue
+            if result.content == hook[1]["textResultForLlm"]:
+                taken.add(index)
+                found[line] = result.tool_use_id
+                break
+    return found
+
+
+def without_hook_copy(record: dict) -> dict:
+    """A hook.start with the copy's text and the UI's fields beside it left out."""
+    out = copy.deepcopy(record)
+    for name in COPILOT_HOOK_UI_FIELDS:
+        out["data"]["input"]["toolResult"].pop(name, None)
+    return out
+
+
+def _gemini_calls(record: dict) -> Iterator[dict]:
+    """Every tool call of a Gemini CLI message record, or of the messages of a checkpoint."""
+    patch = record.get("$set")
+    messages = patch.get("messages") if isinstance(patch, dict) else None
+    for message in messages if isinstance(messages, list) else [record]:
+        calls = message.get("toolCalls") if isinstance(message, dict) else None
+        yield from (call for call in calls if isinstance(call, dict)) if isinstance(calls, list) else ()
+
+
 def restore_ui_copies(rebuilt: dict, old: dict, dialect: str) -> None:
-    """Put back the UI's copies micro empties with a cleared Copilot result (to compare the rest)."""
+    """Put back the UI's copies micro clears with a result: Copilot's, Gemini CLI's resultDisplay (to
+    compare the rest)."""
+    if dialect == "gemini-cli":
+        for new_call, old_call in zip(_gemini_calls(rebuilt), _gemini_calls(old), strict=True):
+            if "resultDisplay" in old_call:
+                new_call["resultDisplay"] = old_call["resultDisplay"]
+        return
     if dialect != "copilot" or _copilot_data(old, "tool.execution_complete") is None:
         return
     old_result, new_result = old["data"].get("result"), rebuilt["data"].get("result")

@@ -59,3 +59,16 @@ def tool_loop(task: str, turns: int = 3, output: str = "ok", last_user: str | No
         records.append({"role": "user", "content": last_user})
     records.append({"role": "assistant", "content": "All steps done."})
     return records
+
+
+def tool_calls(task: str, calls: list[tuple[str, str]]) -> list[dict]:
+    """An Anthropic Messages conversation: the `task`, then one call per (tool name, output), each
+    answered, and a closing "Done."."""
+    records: list[dict] = [{"role": "user", "content": task}]
+    for n, (tool, output) in enumerate(calls):
+        use = {"type": "tool_use", "id": f"c{n}", "name": tool, "input": {"step": n}}
+        records.append({"role": "assistant", "content": [{"type": "text", "text": f"Step {n}."}, use]})
+        result = {"type": "tool_result", "tool_use_id": f"c{n}", "content": output}
+        records.append({"role": "user", "content": [result]})
+    records.append({"role": "assistant", "content": "Done."})
+    return records

@@ -8,11 +8,14 @@ from pathlib import Path
 
 import click
 
-from compactcli.cli.options import cache_option, input_options
+from compactcli.cli.options import BriefHelpCommand, cache_option, input_options
 from compactcli.core.constants import ESTIMATE_METHOD, METHODS, NO_USAGE, OVER, STDIN, UNDER
-from compactcli.core.errors import EXIT_CODES_HELP, OK
+from compactcli.core.errors import EXIT_CODES_HELP, OK, CompactError
 from compactcli.report import COMMAND_FORMATS, Outcome, Report
 from compactcli.run.settings import Inputs
+
+# The --top of --format html: every result micro would clear.
+ALL_RESULTS = 10**9
 
 # --- the command ---------------------------------------------------------------------------------
 
@@ -20,9 +23,23 @@ HELP = """Count the tokens of each transcript's active context; fail CI when one
 
 PATHS are files, folders (searched for --glob) or '-' for stdin; none: the session folders of
 the agents found here (~/.claude/projects, $CODEX_HOME/sessions, ~/.pi/agent/sessions), named
-on stderr. Nothing is changed.
-For Claude
-Code logs the active context is the main conversation from its last compaction on; a file of
+on stderr. Nothing is changed. --max-tokens N exits 1 when a file is over N.
+
+\b
+Methods (--method): auto (default: the context recorded at the last model
+call plus the heuristic count of what came after, else heuristic +
+--overhead), heuristic, seed, api (count_tokens), usage (recorded only).
+
+\b
+Examples:
+  compactcli estimate ~/.claude/projects
+  compactcli estimate --max-tokens 150000 --format github transcripts/
+  compactcli estimate --top 5 session.jsonl
+  compactcli estimate --method usage --format csv transcripts/ > usage.csv
+"""
+
+DETAILS = """
+For Claude Code logs the active context is the main conversation from its last compaction on; a file of
 sub-agent (sidechain) records only is counted as its own conversation. For Codex rollouts it is
 what follows the last `compacted` record, its replacement_history first; heuristic and api also
 count the base_instructions of session_meta, and count each tool output as Codex sent it: cut to
@@ -62,6 +79,11 @@ Output (--format, on stdout):
   csv     a header, then one row per file
   github  ::error annotations for files over --max-tokens (or failing);
           nothing for the rest
+  html    one self-contained page (no script, nothing fetched): sessions
+          by size, where their tokens go, the heaviest tool results micro
+          would clear by tool, what micro and summarize (offline digest)
+          would save, and the archives' history. Slower: each file is
+          also compacted in memory, twice
 
 The category split is always the heuristic's; with another method it shows where the tokens
 are. --top N lists the N heaviest tool results that micro would clear (line, tool, tokens), with
@@ -73,19 +95,15 @@ auto's default is the dialect's, measured on recorded sessions (claude-code: 17,
 --calibrate: PATHS are sessions with recorded usage (Claude Code usage, Codex token_count); print
 each method's error against it instead, and how well auto and heuristic + overhead predict each
 next call.
-
-\b
-Examples:
-  compactcli estimate ~/.claude/projects
-  compactcli estimate --max-tokens 150000 --format github transcripts/
-  compactcli estimate --top 5 session.jsonl
-  compactcli estimate --method usage --format csv transcripts/ > usage.csv
 """
 
 
 @click.command(
+    cls=BriefHelpCommand,
     help=HELP,
+    details=DETAILS,
     epilog=EXIT_CODES_HELP + " Here 1: a file is over --max-tokens, or cannot be checked.",
+    common=("method", "max_tokens", "overhead", "top", "output_format", "jobs", "quiet"),
 )
 @input_options(formats=COMMAND_FORMATS["estimate"], agents_folders=True)
 @click.option(
@@ -125,7 +143,7 @@ def estimate(
     if calibrate:
         from compactcli.counting import calibrate as calibration
 
-        if output_format == "github":
+        if output_format in ("github", "html"):
             raise click.UsageError("--calibrate prints table, json or csv")
         if STDIN in inputs.paths:
             raise click.UsageError("--calibrate reads files and folders, not stdin")
@@ -135,9 +153,12 @@ def estimate(
         print_calibration(calibration.calibrate(files), output_format, len(files))
         raise SystemExit(OK)
     items = runner.find_inputs(inputs.paths, inputs.glob)
+    page = output_format == "html"
+    if page:
+        top = top or ALL_RESULTS  # the page adds up every result micro would clear, by tool
     report = Report(
         "estimate",
-        EstimateFigures(method, max_tokens),
+        EstimateFigures(method, max_tokens, history=_history if page else None),
         output_format=output_format,
         verbose=inputs.verbose,
         quiet=inputs.quiet,
@@ -153,6 +174,7 @@ def estimate(
         micro=_micro_in_force() if top else None,
         model=model,
         use_cache=not no_cache,
+        savings=page,
     )
     # An api count depends on the model and the service, not only on the file: it is not remembered.
     cache = RunCache.open(
@@ -165,6 +187,22 @@ def estimate(
         items, worker, jobs=inputs.jobs, scheduler=inputs.scheduler, on_outcome=report.done, cache=cache
     )
     raise SystemExit(report.finish())
+
+
+def _history(path: str) -> list[dict]:
+    """A transcript's archives, as `restore --list` shows them (the page's last section)."""
+    from compactcli.storage.restore import listing
+
+    if "://" in path or not Path(path).is_file():  # stdin, a URL: no archive folder beside them
+        return []
+    try:
+        entries, skipped = listing(Path(path), None)
+    except CompactError as err:  # an archive folder it cannot trust: said, and the page goes on
+        click.echo(f"warning: {err}", err=True)
+        return []
+    for problem in skipped:
+        click.echo(f"warning: {problem}", err=True)
+    return entries
 
 
 def _estimate_file(*args, **kwargs) -> Outcome:

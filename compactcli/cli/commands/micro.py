@@ -8,6 +8,7 @@ from functools import partial
 import click
 
 from compactcli.cli.options import (
+    BriefHelpCommand,
     cache_option,
     input_options,
     micro_options,
@@ -46,35 +47,56 @@ class MicroFigures(Figures):
         return super().describe(outcome)
 
 
-@click.command(epilog=EXIT_CODES_HELP)
+HELP = """Replace the content of old tool results with a short placeholder (Layer 1).
+
+PATHS are files, folders (searched for --glob) or '-' for stdin. Every tool result but the last
+--keep of each conversation is cleared, unless it is short (--min-chars) or its tool is preserved
+(--preserve; by default each agent's file-read tool). Files are rewritten in place, the original
+archived first; stdin goes to stdout.
+
+\b
+Opt-in strategies: --dedupe-reads, --keep-images N, --truncate HEAD:TAIL,
+--drop-progress, --drop-sidechains, --drop-thinking (see --help-all).
+
+\b
+Examples:
+  compactcli micro ~/.claude/projects --min-age 600
+  compactcli micro --check transcripts/
+  compactcli micro --diff session.jsonl | less
+  compactcli micro --keep 10 --preserve Read --preserve Grep session.jsonl
+  compactcli micro --dedupe-reads --keep-images 2 -o small.jsonl session.jsonl
+  cat session.jsonl | compactcli micro - > compacted.jsonl
+"""
+
+DETAILS = """
+A Claude Code record's toolUseResult copy of a cleared result is dropped; in a Codex rollout the
+UI's copy (exec_command_end output, patch_apply_end stdout/stderr, matched by call_id) is cleared
+too. A result whose content is a list of blocks is kept unless --clear-multimodal.
+
+Opt-in strategies (each idempotent, none breaks a tool_use/tool_result pair; the manifest names
+those that ran): --dedupe-reads clears a file's read result that a later read or write of that
+file supersedes; --keep-images N keeps the last N images; --truncate HEAD:TAIL keeps both ends of
+a cleared result; Claude Code: --drop-progress, --drop-sidechains (finished sub-agents);
+--drop-thinking drops thinking before the current turn (a tool-use loop is one turn and keeps its
+thinking unchanged, as the Messages API requires).
+"""
+
+
+@click.command(
+    cls=BriefHelpCommand,
+    help=HELP,
+    details=DETAILS,
+    epilog=EXIT_CODES_HELP,
+    common=(
+        *("output", "check", "diff", "dry_run", "keep", "min_chars", "preserve", "dedupe_reads"),
+        *("output_format", "jobs", "quiet"),
+    ),
+)
 @input_options(formats=COMMAND_FORMATS["micro"])
 @write_options()
 @micro_options()
 @cache_option(" Applies in place and to --check/--diff/--dry-run, not to -o.")
 def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
-    """Replace the content of old tool results with a short placeholder (Layer 1).
-
-    PATHS are files, folders (searched for --glob) or '-' for stdin. Files are rewritten in place, the
-    original archived first; stdin goes to stdout. A Claude Code record's toolUseResult copy of a
-    cleared result is dropped; in a Codex rollout the UI's copy (exec_command_end output,
-    patch_apply_end stdout/stderr, matched by call_id) is cleared too.
-
-    Opt-in strategies (each idempotent, none breaks a tool_use/tool_result pair; the manifest names
-    those that ran): --dedupe-reads clears a file's read result that a later read or write of that
-    file supersedes; --keep-images N keeps the last N images; --truncate HEAD:TAIL keeps both ends of
-    a cleared result; Claude Code: --drop-progress, --drop-sidechains (finished sub-agents);
-    --drop-thinking drops thinking before the current turn (a tool-use loop is one turn and keeps its
-    thinking unchanged, as the Messages API requires).
-
-    \b
-    Examples:
-      compactcli micro ~/.claude/projects --min-age 600
-      compactcli micro --check transcripts/
-      compactcli micro --diff session.jsonl | less
-      compactcli micro --keep 10 --preserve Read --preserve Grep session.jsonl
-      compactcli micro --dedupe-reads --keep-images 2 -o small.jsonl session.jsonl
-      cat session.jsonl | compactcli micro - > compacted.jsonl
-    """
     # Imported here, not above: --help needs none of them.
     from compactcli.run import runner
     from compactcli.run.cache import RunCache

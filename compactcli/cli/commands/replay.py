@@ -15,6 +15,7 @@ import click
 from compactcli.cli.options import (
     BriefHelpCommand,
     InputPath,
+    PriceType,
     SummarizerSettings,
     dialect_option,
     format_options,
@@ -27,7 +28,7 @@ from compactcli.cli.options import (
 )
 from compactcli.core.constants import DEFAULT_THRESHOLD, DEFAULT_THRESHOLDS, STDIN
 from compactcli.core.errors import EXIT_CODES_HELP, USAGE, CompactError, bad_shapes_are_bad_input
-from compactcli.counting.pricing import DEFAULT_PRICE_MODEL, PRICES, Price, parse_price
+from compactcli.counting.pricing import DEFAULT_PRICE_MODEL, PRICES, Price
 from compactcli.report import COMMAND_FORMATS, CSV, FAILED, TABLE, TEXT, Figures, Outcome, Report
 
 if TYPE_CHECKING:  # the replay itself is imported when the command runs: --help needs none of it
@@ -195,20 +196,6 @@ class IntList(click.ParamType):
 
 
 INT_LIST = IntList()
-
-
-class PriceType(click.ParamType):
-    """IN,CACHED,OUT: USD per million tokens."""
-
-    name = "IN,CACHED,OUT"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Price:
-        if isinstance(value, Price):
-            return value
-        try:
-            return parse_price(str(value))
-        except ValueError as err:
-            self.fail(str(err), param, ctx)
 
 
 # --- the command -------------------------------------------------------------------------------------

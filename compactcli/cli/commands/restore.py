@@ -61,19 +61,14 @@ def restore_one(name: str, *, folder: Path | None, which: int | None) -> Outcome
 
 
 def list_one(name: str, *, folder: Path | None) -> Outcome:
-    from compactcli.storage import folders, manifest  # not for --help
+    from compactcli.storage import folders  # not for --help
     from compactcli.storage import restore as restoring
 
     path = Path(name)
-    found = manifest.read_history(path, folder)
-    for problem in found.skipped:
+    history, skipped = restoring.listing(path, folder)
+    for problem in skipped:
         click.echo(f"warning: {problem}", err=True)
-    entries = found.records
-    pristine = restoring.pristine_index(entries)
-    history = [
-        dict(asdict(entry), index=number, pristine=number == pristine) for number, entry in enumerate(entries)
-    ]
-    message = "" if entries else f"{path}: no history in {folders.default_archive_dir(path, folder)}"
+    message = "" if history else f"{path}: no history in {folders.default_archive_dir(path, folder)}"
     return Outcome(name, LISTED, message=message, stats={"history": history})
 
 

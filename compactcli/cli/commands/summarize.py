@@ -12,6 +12,7 @@ import click
 
 from compactcli.cli.options import (
     BriefHelpCommand,
+    PriceType,
     SummarizerSettings,
     gather_options,
     input_options,
@@ -111,6 +112,13 @@ def summarize_options() -> Callable:
             help="How --threshold counts tokens (as `estimate --method`).",
         ),
         click.option(
+            "--price",
+            type=PriceType(),
+            default=None,
+            help="USD per million input, cached input and output tokens of the summarizer's model "
+            "(default: its list price where known; a local or custom model has none).",
+        ),
+        click.option(
             "--batch",
             "use_batch",
             is_flag=True,
@@ -206,7 +214,11 @@ def _spent(stats: dict) -> str:
     if stats.get("model"):
         text += f", {stats['model']}"
     if "cost_usd" in stats:
-        text += f", ${stats['cost_usd']:.4f}"
+        text += f", ${stats['cost_usd']:.4f}" + (
+            " at --price" if stats.get("price_from") == "settings" else ""
+        )
+    else:  # a local server, a gateway, a model no list names: unknown, not zero
+        text += ", cost unknown (no price known; --price sets one)"
     return text
 
 
@@ -234,6 +246,8 @@ def _totals(outcomes: list[Outcome], preview: bool) -> str:
         text += f", ${sum(priced):.4f}"
         if len(priced) < len(spent):
             text += f" ({len(spent) - len(priced)} unpriced)"
+    else:
+        text += ", cost unknown"
     return text
 
 
@@ -254,7 +268,8 @@ Backends (--backend):
   openai       any OpenAI-compatible server (Ollama, vLLM, llama.cpp,
                LM Studio, LiteLLM, OpenRouter, OpenAI): --base-url or
                $OPENAI_BASE_URL, --model (required), OPENAI_API_KEY if the
-               server wants one. Needs compactcli[openai].
+               server wants one; Chat Completions, or --openai-api
+               responses for the Responses API. Needs compactcli[openai].
   claude-code  your own `claude` (Claude Code) in print mode, with its
                login: no tools, no session saved, in an empty folder.
   codex        your own `codex exec`, with its login, read-only sandbox.
@@ -314,6 +329,7 @@ def summarize(
     summarizer_settings: SummarizerSettings,
     options: SummarizeOptions,
     method,
+    price,
     use_batch,
     batch_id,
     poll_interval,
@@ -324,6 +340,8 @@ def summarize(
     items = runner.find_inputs(inputs.paths, inputs.glob, writes.archive_dir, writes.output)
     preview = writes.preview
     summarizer = summarizer_settings.make()
+    if price is not None and hasattr(summarizer, "price_for"):
+        summarizer.price = price
     _check_backend(summarizer, summarizer_settings.backend, use_batch or batch_id, preview, inputs.quiet)
     redact = not summarizer_settings.no_redact
     if options.threshold is not None:
@@ -440,7 +458,9 @@ def _reporting(
     """What each file's outcome goes through: the report, after --verify's probe when asked."""
     if not options.verify and options.min_retention is None:
         return report.done
-    if writes.output == "-" or (writes.output is None and STDIN in items):
+    # --min-retention checks the new content before it is written anywhere; --verify alone reads it back.
+    to_stdout = writes.output == "-" or (writes.output is None and STDIN in items)
+    if to_stdout and options.min_retention is None:
         raise click.UsageError("--verify reads the summarized file back: not with a transcript on stdout")
     from compactcli.pipelines.verify import verifying
 
