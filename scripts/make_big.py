@@ -375,7 +375,7 @@ class _CodexMaker(_Maker):
             {"type": "function_call", "name": name, "arguments": json.dumps(arguments), "call_id": call_id}
         )
 
-    def outputs(self, name: str, call_id: str, turn: str) -> Iterator[dict]:
+    def tool_outputs(self, name: str, call_id: str, turn: str) -> Iterator[dict]:
         """The output and, for shell commands, its UI copy (written first as often as not)."""
         self.result_count += 1
         body = self.slice(self.output_length(), numbered=name == "read_file")
@@ -444,7 +444,7 @@ class _CodexMaker(_Maker):
                 yield self.call(name, call_id)
             yield self.token_count(self.rng.randint(10_000, 200_000))
             for name, call_id in self.rng.sample(calls, len(calls)):
-                yield from self.outputs(name, call_id, turn)
+                yield from self.tool_outputs(name, call_id, turn)
         yield self.text_item("assistant", self.sentence(100, 2000))
 
     def records(self) -> Iterator[dict]:

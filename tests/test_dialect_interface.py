@@ -132,3 +132,34 @@ def test_a_registered_dialect_is_detected_and_read_by_every_command(toy, tmp_pat
     assert summarize.exit_code == 0, summarize.output
     [summary] = [json.loads(line) for line in path.read_text().splitlines()]
     assert summary["speaker"] == "me" and summary["says"].startswith("[Conversation compressed.")
+
+
+SAMPLES = PACKAGE.parent / "samples"
+SAMPLE_RECORDS = [
+    json.loads(line)
+    for path in sorted(SAMPLES.glob("*/*.jsonl"))
+    for line in path.read_text(encoding="utf-8").splitlines()
+    if line.strip()
+]
+
+
+@pytest.mark.parametrize("name", sorted(dialects.MODULES))
+def test_scan_says_what_tool_uses_and_tool_results_say(name):
+    # micro's first pass reads a record's calls and results from Dialect.scan, which a dialect may
+    # write as one walk: it must agree with the two questions asked apart, on every dialect's samples.
+    dialect = dialects.get(name)
+    seen = 0
+    for record in SAMPLE_RECORDS:
+        uses, results = dialect.scan(record)
+        assert (list(uses), list(results)) == (list(dialect.tool_uses(record)), dialect.tool_results(record))
+        seen += bool(uses or results)
+    assert seen
+
+
+@pytest.mark.parametrize("name", sorted(dialects.MODULES))
+def test_result_count_is_the_number_of_tool_results(name):
+    # estimate counts a record's results with Dialect.result_count, which may skip reading their outputs.
+    dialect = dialects.get(name)
+    counted = [(dialect.result_count(record), len(dialect.tool_results(record))) for record in SAMPLE_RECORDS]
+    assert [count for count, _ in counted] == [expected for _, expected in counted]
+    assert any(expected for _, expected in counted)

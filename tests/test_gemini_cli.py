@@ -253,7 +253,7 @@ def test_the_fake_gemini_api_refuses_unanswered_calls():
     assert unanswered([ask, call, wrong]) is not None
 
 
-def test_scan_is_tool_uses_and_tool_results_in_one_read():
+def test_scan_and_result_count_say_what_tool_uses_and_tool_results_say():
     # micro's first pass takes every record's calls and outputs from scan: it must say what the two
     # questions asked apart say, on the sample and on the shapes the format allows.
     response = {"functionResponse": {"id": "u1", "name": "grep", "response": {"matches": [1, 2]}}}
@@ -275,6 +275,7 @@ def test_scan_is_tool_uses_and_tool_results_in_one_read():
             list(GEMINI_CLI.tool_uses(record)),
             GEMINI_CLI.tool_results(record),
         )
+        assert GEMINI_CLI.result_count(record) == len(GEMINI_CLI.tool_results(record))
     assert any(GEMINI_CLI.scan(record)[1] for record in odd)
 
 

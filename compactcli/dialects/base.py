@@ -130,6 +130,11 @@ class Dialect:
     def tool_results(self, record: dict) -> list[ToolResult]:
         raise NotImplementedError
 
+    def result_count(self, record: dict) -> int:
+        """How many tool results the record holds: len(tool_results), without their contents where the
+        dialect can (estimate only counts them)."""
+        return len(self.tool_results(record))
+
     def scan(self, record: dict) -> tuple[list[ToolUse], list[ToolResult]]:
         """Tool uses and results of a record at once (one walk over its blocks where the dialect can)."""
         return list(self.tool_uses(record)), self.tool_results(record)

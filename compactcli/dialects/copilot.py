@@ -161,7 +161,8 @@ def side_key(record: dict) -> str | None:
     agent = record.get("agentId")
     if isinstance(agent, str) and agent:
         return agent
-    parent = data(record).get("parentToolCallId")
+    fields = record.get("data")
+    parent = fields.get("parentToolCallId") if isinstance(fields, dict) else None
     return parent if isinstance(parent, str) and parent else None
 
 
@@ -247,6 +248,13 @@ class CopilotDialect(Dialect):
             return
         for request in tool_requests(data(record)):
             yield ToolUse(request["toolCallId"], str(request.get("name") or "unknown"))
+
+    def scan(self, record: dict) -> Scan:
+        # Asked of every event by micro's first pass: an event holds calls or a result, never both.
+        kind = record.get("type")
+        if kind == ASSISTANT:
+            return list(self.tool_uses(record)), []
+        return [], self.tool_results(record) if kind == RESULT else []
 
     def tool_results(self, record: dict) -> list[ToolResult]:
         if record.get("type") != RESULT:

@@ -94,9 +94,10 @@ def tool_calls(record: dict) -> list[dict]:
     return [call for call in calls if isinstance(call, dict)] if isinstance(calls, list) else []
 
 
-def model_parts(record: dict) -> list:
+def model_parts(record: dict, calls: list[dict] | None = None) -> list:
     """The model's turn of a gemini record, as Gemini CLI rebuilds it: the content alone when it holds
-    calls or thoughts (newer sessions), else thoughts, content and the recorded calls."""
+    calls or thoughts (newer sessions), else thoughts, content and the recorded calls (`calls`: its
+    tool_calls, where the caller has them)."""
     content = gp.part_list(record.get("content"))
     if any(isinstance(p, dict) and ("functionCall" in p or p.get("thought")) for p in content):
         return content
@@ -107,7 +108,7 @@ def model_parts(record: dict) -> list:
             subject, text = thought.get("subject"), str(thought.get("description") or "")
             parts.append({"text": f"**{subject}** {text}" if subject else text, "thought": True})
     parts.extend(content)
-    for call in tool_calls(record):
+    for call in tool_calls(record) if calls is None else calls:
         parts.append(
             {"functionCall": {"id": call.get("id"), "name": call.get("name"), "args": call.get("args")}}
         )
@@ -142,8 +143,9 @@ def normalize_message(record: dict) -> dict | None:
         return {"role": "user", "content": gp.blocks(gp.part_list(record.get("content")))}
     if kind != "gemini":
         return None
-    blocks = gp.blocks(model_parts(record))
-    for call in tool_calls(record):
+    calls = tool_calls(record)
+    blocks = gp.blocks(model_parts(record, calls))
+    for call in calls:
         blocks.extend(gp.blocks(result_parts(call)))
     return {"role": "assistant", "content": blocks} if blocks else None
 
@@ -168,6 +170,22 @@ def _results(record: dict, base: int = 0) -> list[ToolResult]:
             )
             break  # one response per call
     return found
+
+
+def _answered(call: dict) -> bool:
+    """Whether a call's result holds a response (`_results` takes one per call)."""
+    result = call.get("result")
+    if not result:
+        return False
+    return isinstance(result, str) or bool(gp.responses(gp.part_list(result)))
+
+
+def _result_count(record: dict) -> int:
+    """len(_results(record)), without reading the outputs (a response that is no `{"output"}` string
+    would be serialized for it)."""
+    if record.get("type") == "user":
+        return len(gp.responses(gp.part_list(record.get("content"))))
+    return sum(1 for call in tool_calls(record) if _answered(call))
 
 
 def clear_display(call: dict, content: object) -> None:
@@ -284,6 +302,12 @@ class GeminiCliDialect(Dialect):
             if isinstance(call.get("id"), str)
         ]
         return own + uses, _results(record)
+
+    def result_count(self, record: dict) -> int:
+        messages = checkpoint(record)
+        if messages is None:
+            return _result_count(record)
+        return sum(_result_count(entry) for entry in messages)
 
     def tool_results(self, record: dict) -> list[ToolResult]:
         messages = checkpoint(record)

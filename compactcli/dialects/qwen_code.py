@@ -270,6 +270,21 @@ class QwenCodeDialect(Dialect):
     def tool_results(self, record: dict) -> list[ToolResult]:
         return self.scan(record)[1]
 
+    def result_count(self, record: dict) -> int:
+        # scan's results, counted without reading their outputs
+        count = 0
+        for content in _contents(record):
+            parts = content.get("parts")
+            if type(parts) is list:
+                for part in parts:
+                    if (
+                        type(part) is dict
+                        and "functionCall" not in part
+                        and type(part.get("functionResponse")) is dict
+                    ):
+                        count += 1
+        return count
+
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         """The functionResponse's output becomes `content` (`{"output": ...}`, as Qwen Code's tools answer),
         and the UI's copy of it on the same record (`toolCallResult`) is cleared with it."""

@@ -286,7 +286,7 @@ class ContextCounter:
         traits = None
         tool_results = 0
         if message.get("role") != "assistant":  # results are in user (or OpenAI tool) messages
-            tool_results = len(dialect.tool_results(record))
+            tool_results = dialect.result_count(record)
         elif dialect.is_synthetic(record):  # an error notice: never sent to the model
             return True, 0, None, seed_length, None, None
         elif "model" in message:
