@@ -322,6 +322,13 @@ def set_content(record: dict, dialect: str, result: Result, content: object) -> 
     if dialect == "gemini-cli":
         response = dict(_gemini_responses(record))[result.slot]
         response["response"] = {"output": content} if isinstance(content, str) else content
+        patch = record.get("$set")
+        message = patch["messages"][result.slot // 1000] if isinstance(patch, dict) else record
+        if message.get("type") != "user" and isinstance(content, str):
+            call = message["toolCalls"][result.slot % 1000]
+            display = call.get("resultDisplay")  # the UI's rendering: text or a shell's styled lines
+            if (isinstance(display, str) and display) or isinstance(display, list):
+                call["resultDisplay"] = content
         return
     if dialect == "qwen-code":
         answer = _qwen_parts(record)[result.slot]["functionResponse"]
