@@ -39,10 +39,6 @@ def conversation(turns: int = 3, output: str = "ok") -> list[dict]:
     return tool_loop(task, turns, output, last_user=f"Now push it, the token is {GITHUB}.")
 
 
-def write(path: Path, records: list[dict]) -> bytes:
-    return write_jsonl(path, records).read_bytes()
-
-
 def user_turn(body: dict) -> str:
     system, user = body["messages"]
     assert system == {"role": "system", "content": SYSTEM_PROMPT}
@@ -73,7 +69,7 @@ def api():
 @pytest.fixture
 def transcript(tmp_path: Path) -> tuple[Path, bytes]:
     path = tmp_path / "session.jsonl"
-    return path, write(path, conversation())
+    return path, write_jsonl(path, conversation()).read_bytes()
 
 
 # ------------------------------------------------------------------------------ the request
@@ -184,7 +180,7 @@ def test_keep_last_pins_and_the_user_messages_follow_the_summary(api: FakeOpenAI
     path = tmp_path / "s.jsonl"
     records = conversation(turns=4)
     records[4]["content"][0]["content"] = "MIGRATION-42 applied"
-    write(path, records)
+    write_jsonl(path, records)
     done = run_cli(
         *SUMMARIZE,
         "--keep-last",
@@ -210,7 +206,7 @@ def test_an_over_long_transcript_goes_in_parts_each_with_the_task_then_combined(
     api: FakeOpenAI, tmp_path: Path
 ) -> None:
     path = tmp_path / "long.jsonl"
-    write(path, conversation(turns=30, output="line of output\n" * 150))
+    write_jsonl(path, conversation(turns=30, output="line of output\n" * 150))
     api.reply_text = lambda body: "COMBINED" if "<part_summary" in message_texts(body) else "PART"
     done = run_cli(
         *SUMMARIZE, "--max-input-tokens", "4000", "--json", str(path), cwd=tmp_path, text=True, env=api.env()
@@ -225,7 +221,7 @@ def test_an_over_long_transcript_goes_in_parts_each_with_the_task_then_combined(
 
 def test_jobs_send_each_file_from_its_own_process(api: FakeOpenAI, tmp_path: Path) -> None:
     for name in ("a", "b", "c"):
-        write(tmp_path / f"{name}.jsonl", conversation(2))
+        write_jsonl(tmp_path / f"{name}.jsonl", conversation(2))
     done = run_cli(*SUMMARIZE, "--jobs", "3", str(tmp_path), cwd=tmp_path, text=True, env=api.env())
     assert done.returncode == OK, done.stderr
     assert len(api.calls()) == 3
@@ -387,7 +383,7 @@ def test_a_projects_settings_name_the_backend_model_and_server_once(api: FakeOpe
         f'[tool.compactcli.summarize]\nbackend = "openai"\nmodel = "{MODEL}"\nbase-url = "{api.url}"\n'
     )
     path = tmp_path / "s.jsonl"
-    write(path, conversation())
+    write_jsonl(path, conversation())
     env = environ(("OPENAI_", "ANTHROPIC_"))
     done = run_cli("summarize", str(path), cwd=tmp_path, text=True, env=env)
     assert done.returncode == OK, done.stderr
@@ -409,13 +405,13 @@ def test_the_environment_beats_the_file_and_the_command_line_beats_both(
             f'[summarize]\nbackend = "openai"\nmodel = "{MODEL}"\nbase-url = "{down_url()}"\n'
         )
         path = tmp_path / "s.jsonl"
-        write(path, conversation())
+        write_jsonl(path, conversation())
         done = run_cli(
             "summarize", "--backend", "openai", str(path), cwd=tmp_path, text=True, env=api.env()
         )  # $OPENAI_BASE_URL over the file's base-url
         assert done.returncode == OK, done.stderr
         assert len(api.calls()) == 1
-        write(path, conversation())
+        write_jsonl(path, conversation())
         done = run_cli(
             "summarize",
             "--backend",
@@ -489,7 +485,7 @@ def test_the_responses_api_gets_the_instructions_and_the_fenced_redacted_transcr
 
 def test_the_streamed_text_deltas_make_the_summary(responses: FakeResponses, tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
-    write(path, conversation())
+    write_jsonl(path, conversation())
     long = "Ported the loader to csv.DictReader; " * 6 + "the tests pass."
     responses.deltas = True
     responses.reply_items = lambda body: [
@@ -623,7 +619,7 @@ def test_the_responses_api_is_settable_in_a_projects_settings(
         f'backend = "openai"\nmodel = "{MODEL}"\nbase-url = "{responses.url}"\nopenai-api = "responses"\n'
     )
     path = tmp_path / "s.jsonl"
-    write(path, conversation())
+    write_jsonl(path, conversation())
     env = environ(("OPENAI_", "ANTHROPIC_"))
     done = run_cli("summarize", str(path), cwd=tmp_path, text=True, env=env)
     assert done.returncode == OK, done.stderr

@@ -52,12 +52,6 @@ def sessions(draw: st.DrawFn) -> list[dict]:
     return records
 
 
-def write(tmp_path: Path, records: list[dict]) -> Path:
-    path = tmp_path / "session.jsonl"
-    write_jsonl(path, records)
-    return path
-
-
 def read_twice(path: Path, method: str) -> ContextCounter:
     counter = ContextCounter(CLAUDE_CODE, method, detail=True)
     with open(path, "rb") as f:
@@ -70,7 +64,7 @@ def read_twice(path: Path, method: str) -> ContextCounter:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(records=sessions(), method=st.sampled_from(METHODS))
 def test_counted_once_as_read_twice(tmp_path: Path, records: list[dict], method: str) -> None:
-    path = write(tmp_path, records)
+    path = write_jsonl(tmp_path / "session.jsonl", records)
     stats = estimate_file(str(path), method=method, fmt="claude-code", on_invalid="error", max_tokens=None,
                           use_cache=False).stats  # fmt: skip
     reference = read_twice(path, method)
@@ -118,7 +112,7 @@ def test_sub_agent_records_count_when_the_main_messages_are_all_abandoned(tmp_pa
          "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "an answer"}]}},
         {"type": "system", "uuid": "b", "parentUuid": None, "content": "a note"},
     ]  # fmt: skip
-    path = write(tmp_path, records)
+    path = write_jsonl(tmp_path / "session.jsonl", records)
     stats = estimate_file(str(path), method="heuristic", fmt=None, on_invalid="error", max_tokens=None,
                           use_cache=False).stats  # fmt: skip
     reference = read_twice(path, "heuristic")
