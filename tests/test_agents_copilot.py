@@ -260,3 +260,29 @@ def test_micro_clears_the_hooks_copies_and_copilot_still_resumes(copilot, hooked
     assert results["toolu_01hooked"] == results["toolu_02hooked"] == "[Previous: used bash]"
     assert HOOKED_OUTPUT["toolu_03hooked"].strip() in results["toolu_03hooked"]  # the last result is kept
     assert _user_texts(body)[-1].endswith(FOLLOW_UP)
+
+
+@pytest.mark.parametrize("threshold", ["100000", "300"])
+def test_replay_output_resumes_as_the_session(copilot, session, threshold):
+    """What replay -o writes is a session Copilot resumes: with no compaction every call, the old results
+    cleared as the next call would have them (micro's --keep 1); after a simulated compaction its summary."""
+    home, project, events = session
+    out = events.parent / "replayed.jsonl"
+    args = ("--threshold", threshold, "--keep", "1", "--backend", "digest", "-o", out)
+    done = run_cli("replay", events, *args, cwd=project, text=True)
+    assert done.returncode == 0, done.stderr
+    out.replace(events)
+    body = _resume(copilot, home, project, events)
+    texts = _user_texts(body)
+    framed = [t for t in texts if t.startswith("Some of the conversation history has been summarized")]
+    if threshold == "100000":
+        assert framed == []
+        assert [block["id"] for block in _blocks(body, "tool_use")] == [step[0] for step in STEPS]
+        results = _results(body)
+        assert [results[call_id] for call_id in CLEARED_BY_MICRO] == ["[Previous: used bash]"] * 2
+        assert ORIGINAL["toolu_01notes"] in results["toolu_01notes"]
+        assert ORIGINAL["toolu_04status"] in results["toolu_04status"]
+    else:
+        assert len(framed) == 1 and "<summary>\n[Conversation compressed. Transcript: " in framed[0]
+        assert ORIGINAL["toolu_01notes"] not in json.dumps(body)  # the summarized view is gone
+    assert texts[-1].endswith(FOLLOW_UP)

@@ -139,6 +139,29 @@ def test_resumed_after_summarize_gemini_cli_sends_the_summary(recorded, tmp_path
     assert FINAL in sent  # the kept records
 
 
+@pytest.mark.parametrize("threshold", ["100000", "300"])
+def test_resumed_from_replays_output_gemini_cli_sends_its_context(recorded, tmp_path, threshold):
+    """What replay -o writes is a session Gemini CLI resumes: with no compaction every read (read_file is
+    preserved), after a simulated compaction its state snapshot and not the summarized reads."""
+    home, project, session_id = recorded
+    home = copy_home(home, tmp_path / "home")
+    path = session_file(home)
+    out = tmp_path / "replayed.jsonl"
+    args = ("--threshold", threshold, "--keep", "1", "--backend", "digest", "-o", out)
+    run = run_cli("replay", path, *args, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    out.replace(path)
+    sent, _ = _resume(gemini_binary(), home, project, session_id)
+    if threshold == "100000":
+        assert "<state_snapshot>" not in sent and TASK in sent and FINAL in sent
+        for name in sorted(FILES):
+            assert FILES[name].splitlines()[7] in sent, name
+    else:
+        assert "<state_snapshot>" in sent and "Got it. Thanks for the additional context!" in sent
+        assert FILES[sorted(FILES)[0]].splitlines()[7] not in sent  # summarized
+    assert FOLLOW_UP in sent
+
+
 # Shell calls whose outputs Gemini CLI also keeps as the UI's rendering (`resultDisplay`).
 SHELL_STEPS = [f"seq -f 'shell {n} line %g' 1 12" for n in range(3)]
 

@@ -200,3 +200,23 @@ def test_estimate_counts_the_summary_of_a_session_summarize_left_with_its_compac
     summary = events(path)[-1]["data"]["summaryContent"]
     assert stats["messages"] == 1
     assert stats["by_category"]["text"] > len(summary) // 8  # the summary's words, not an empty context
+
+
+def test_replay_output_starts_with_session_start(tmp_path):
+    """Copilot reads a session from its session.start: replay -o writes it first, before the recorded
+    compaction the context starts from and before a simulated one's compaction events."""
+    path = tmp_path / SAMPLE.name
+    shutil.copyfile(SAMPLE, path)
+    first = SAMPLE.read_bytes().splitlines()[0]
+    cases = (("100000", ["session.compaction_complete"]), ("300", ["session.compaction_start"]))
+    for threshold, after in cases:
+        out = tmp_path / f"out-{threshold}.jsonl"
+        args = ("--threshold", threshold, "--keep", "1", "--backend", "digest", "-o", out)
+        done = run_cli("replay", path, *args, cwd=tmp_path, text=True)
+        assert done.returncode == 0, done.stderr
+        assert out.read_bytes().splitlines()[0] == first
+        kinds = [record["type"] for record in events(out)]
+        assert kinds.count("session.start") == 1 and kinds[1:2] == after
+        run = run_cli("validate", "--json", out, text=True)
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["stats"]["dialect"] == "copilot"

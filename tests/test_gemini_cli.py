@@ -74,13 +74,14 @@ def test_an_older_session_document_is_refused_by_name(tmp_path):
 
 
 def test_upserts_stand_where_the_id_first_stood_and_rewinds_and_checkpoints_restart():
+    # The header (line 1) stays first through rewinds and checkpoints: Gemini CLI finds the session by it.
     records = [HEADER, user("u1", "a"), gemini("g1"), user("u2", "b"), gemini("g1", "again")]
-    assert order_of(records) == [2, 5, 4]  # g1's last version, at g1's place
-    assert order_of(records, micro=True) == [2, 3, 5, 4]  # every version, for micro
-    assert order_of([*records, {"$rewindTo": "u2"}]) == [2, 5]
-    assert order_of([*records, {"$rewindTo": "gone"}]) == []
+    assert order_of(records) == [1, 2, 5, 4]  # g1's last version, at g1's place
+    assert order_of(records, micro=True) == [1, 2, 3, 5, 4]  # every version, for micro
+    assert order_of([*records, {"$rewindTo": "u2"}]) == [1, 2, 5]
+    assert order_of([*records, {"$rewindTo": "gone"}]) == [1]
     checkpoint = {"$set": {"messages": [user("u9", "z")]}}
-    assert order_of([*records, checkpoint, gemini("g1", "new")]) == [6, 7]
+    assert order_of([*records, checkpoint, gemini("g1", "new")]) == [1, 6, 7]
 
 
 def test_estimate_counts_the_last_version_once(tmp_path):
@@ -290,3 +291,27 @@ def test_with_truncate_the_rendering_shows_what_the_model_keeps(tmp_path):
     kept = cleared["result"][0]["functionResponse"]["response"]["output"]
     assert kept.startswith("x" * 10) and "characters truncated" in kept and len(kept) < 100
     assert cleared["resultDisplay"] == kept
+
+
+@pytest.mark.parametrize("threshold", ["100000", "2000"])
+def test_replay_output_starts_with_the_header_gemini_cli_finds_the_session_by(tmp_path, threshold):
+    """Without the header Gemini CLI has no sessionId to resume the file by: replay -o writes it first,
+    with no compaction (the last version of each message after it) and after a simulated one (its
+    checkpoint after it)."""
+    path = tmp_path / SAMPLE.name
+    shutil.copyfile(SAMPLE, path)
+    out = tmp_path / "out.jsonl"
+    args = ("--threshold", threshold, "--keep", "1", "--backend", "digest", "-o", out)
+    done = run_cli("replay", path, *args, cwd=tmp_path, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = out.read_bytes().splitlines()
+    assert lines[0] == SAMPLE.read_bytes().splitlines()[0]
+    records = [json.loads(line) for line in lines]
+    assert sum(1 for r in records if "projectHash" in r) == 1
+    if threshold == "2000":
+        assert "<state_snapshot>" in records[1]["$set"]["messages"][0]["content"][0]["text"]
+    else:
+        assert all(r.get("type") in ("user", "gemini") for r in records[1:])
+    run = run_cli("validate", "--json", out, text=True)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["stats"]["dialect"] == "gemini-cli"

@@ -386,6 +386,9 @@ class CopilotDialect(Dialect):
     def stays_on_top(self, record: dict) -> bool:
         return record.get("type") == "session.start"  # Copilot reads the session from its first event
 
+    def heads_file(self, record: dict) -> bool:
+        return record.get("type") == "session.start"  # replay -o writes a session Copilot resumes
+
     # -- a compaction, as Copilot writes one --
 
     def feeds_summary(self, record: dict) -> bool:

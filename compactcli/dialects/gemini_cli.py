@@ -202,16 +202,20 @@ class UpsertOrder:
     """The records of the history Gemini CLI loads, in its order: each message id where it first stood
     (since the last checkpoint or rewind), read at its last version. Fed to micro (`add_scan`), every
     version of a message that is still in the history is kept in the order, beside its last one: each
-    holds the tool outputs micro clears."""
+    holds the tool outputs micro clears. The session's header comes first: no message, but what Gemini
+    CLI finds the session by (replay -o writes it on top)."""
 
     def __init__(self) -> None:
+        self._header: list[tuple[int, int]] = []  # (line, offset) of the first header
         self._slots: dict[str, list[tuple[int, int]]] = {}  # id -> versions (line, offset), in order
         self._all_versions = False
         self._lines: list[int] = []
 
     def add(self, line: int, offset: int, record: dict) -> str:
         self._lines.append(line)
-        if is_message(record):
+        if is_header(record):
+            self._header = self._header or [(line, offset)]
+        elif is_message(record):
             self._slots.setdefault(record["id"], []).append((line, offset))
         elif checkpoint(record) is not None:
             self._slots = {f"{SET}:{line}": [(line, offset)]}
@@ -230,8 +234,8 @@ class UpsertOrder:
 
     def order(self) -> list[tuple[int, int]]:
         if self._all_versions:
-            return [version for versions in self._slots.values() for version in versions]
-        return [versions[-1] for versions in self._slots.values()]
+            return self._header + [version for versions in self._slots.values() for version in versions]
+        return self._header + [versions[-1] for versions in self._slots.values()]
 
     def in_file_order(self) -> bool:
         lines = [line for line, _ in self.order()]
@@ -358,6 +362,9 @@ class GeminiCliDialect(Dialect):
 
     def stays_on_top(self, record: dict) -> bool:
         return is_header(record)
+
+    def heads_file(self, record: dict) -> bool:
+        return is_header(record)  # Gemini CLI finds a session to resume by its header's sessionId
 
     def is_user_words(self, record: dict) -> bool:
         return record.get("type") == "user"
