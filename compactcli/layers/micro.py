@@ -136,6 +136,8 @@ class ResultFact:
     chars: int
     text: str | None  # the content when it is a short string
     truncated: bool = False  # --truncate: the content is a truncation already (idempotence)
+    # The tool's name where its use was read before the result (then tool_use_id may be let go).
+    tool_name: str | None = None
 
 
 class Facts:
@@ -143,12 +145,13 @@ class Facts:
     (about 120 bytes a result less, for as long as the file is read: docs/design.md, "Memory per
     record"); a ResultFact is made again for each one read."""
 
-    __slots__ = ("lines", "slots", "ids", "chars", "flags", "texts")
+    __slots__ = ("lines", "slots", "ids", "names", "chars", "flags", "texts")
 
     def __init__(self, facts: Iterable[ResultFact] = ()) -> None:
         self.lines = array("q")
         self.slots = array("q")
         self.ids: list[str | None] = []
+        self.names: list[str | None] = []  # ResultFact.tool_name: one of a handful of shared strings
         self.chars = array("q")
         self.flags = bytearray()  # 1: is_text, 2: truncated
         self.texts: dict[int, str] = {}  # position -> text, for the few results that keep theirs
@@ -161,6 +164,7 @@ class Facts:
         self.lines.append(fact.line)
         self.slots.append(fact.slot)
         self.ids.append(fact.tool_use_id)
+        self.names.append(fact.tool_name)
         self.chars.append(fact.chars)
         self.flags.append(fact.is_text | fact.truncated << 1)
 
@@ -171,17 +175,19 @@ class Facts:
         flags = self.flags[at]
         text = self.texts.get(at) if self.texts else None
         line, slot, chars = self.lines[at], self.slots[at], self.chars[at]
-        return ResultFact(line, slot, self.ids[at], bool(flags & 1), chars, text, bool(flags & 2))
+        use_id, name = self.ids[at], self.names[at]
+        return ResultFact(line, slot, use_id, bool(flags & 1), chars, text, bool(flags & 2), name)
 
     def __iter__(self) -> Iterator[ResultFact]:
         texts = self.texts
-        columns = zip(self.lines, self.slots, self.ids, self.flags, self.chars, strict=True)
+        columns = zip(self.lines, self.slots, self.ids, self.flags, self.chars, self.names, strict=True)
         if not texts:  # the common case, read for every result of a file: no lookup
-            for line, slot, use_id, flags, chars in columns:
-                yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, None, flags & 2 != 0)
+            for line, slot, use_id, flags, chars, name in columns:
+                yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, None, flags & 2 != 0, name)
             return
-        for at, (line, slot, use_id, flags, chars) in enumerate(columns):
-            yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, texts.get(at), flags & 2 != 0)
+        for at, (line, slot, use_id, flags, chars, name) in enumerate(columns):
+            text = texts.get(at)
+            yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, text, flags & 2 != 0, name)
 
     def __reversed__(self) -> Iterator[ResultFact]:
         return map(self.__getitem__, range(len(self.lines) - 1, -1, -1))
@@ -235,6 +241,10 @@ class MicroIndex:
 
     placeholder: str = DEFAULT_PLACEHOLDER
     truncate: Cut | None = None
+    # Whether a result keeps its tool use id once its tool's name is known: only what matches results
+    # by id needs it (UI copies, repeated results, the strategies, --top). Without, the ids are held
+    # once, by tool_names (docs/design.md, "Memory per record").
+    keep_ids: bool = True
 
     def __post_init__(self) -> None:
         self._tracker = self.dialect.new_tracker()
@@ -255,10 +265,12 @@ class MicroIndex:
         if conversation is None:
             conversation = self._tracker.key(record)
         uses, results = scanned if scanned is not None else self.dialect.scan(record)
+        keep_ids = self.keep_ids
         for use in uses:
             # A handful of tool names, one string each: not one per tool use of a long transcript. The
-            # id is interned so that its results hold the same string, not a second copy of it.
-            use_id = sys.intern(use.id) if type(use.id) is str else use.id
+            # id is interned so that its results hold the same string, not a second copy of it (not
+            # needed where results let their ids go: the interpreter's table costs a slot an id).
+            use_id = sys.intern(use.id) if type(use.id) is str and keep_ids else use.id
             self.tool_names.setdefault(use_id, sys.intern(use.name) if type(use.name) is str else use.name)
         if self.dialect.has_result_copies:
             for use_id in self.dialect.result_copies(record):
@@ -280,15 +292,21 @@ class MicroIndex:
         if facts is None:
             facts = self.results[conversation] = Facts()
         added: list[ResultFact] = []
+        names = self.tool_names
         for result in results:
             content = result.content
             is_text = isinstance(content, str)
             short = content if is_text and self._may_be_placeholder(content) else None
             chars = len(content) if is_text else content_chars(content)
             use_id = result.tool_use_id
-            if type(use_id) is str:
-                use_id = sys.intern(use_id)
-            fact = ResultFact(line, result.slot, use_id, is_text, chars, short)
+            # The name as tool_name() would find it at the end: a use's name never changes once read.
+            name = names.get(use_id) if type(use_id) is str and use_id else None
+            if keep_ids:
+                if type(use_id) is str:
+                    use_id = sys.intern(use_id)
+            elif name is not None:
+                use_id = None
+            fact = ResultFact(line, result.slot, use_id, is_text, chars, short, False, name)
             if self.truncate is not None and is_text:
                 fact.truncated = is_truncation(content, self.truncate)
             facts.append(fact)
@@ -318,6 +336,16 @@ class MicroIndex:
 
     def tool_name(self, tool_use_id: str | None) -> str:
         return self.tool_names.get(tool_use_id or "", "unknown")
+
+    def name_of(self, fact: ResultFact) -> str:
+        """The tool's name of a result, "unknown" where no use of its id was read."""
+        return fact.tool_name if fact.tool_name is not None else self.tool_name(fact.tool_use_id)
+
+    def known_name(self, fact: ResultFact) -> str | None:
+        """The tool's name of a result if its use has been read so far, else None."""
+        if fact.tool_name is not None:
+            return fact.tool_name
+        return self.tool_names.get(fact.tool_use_id) if fact.tool_use_id in self.tool_names else None
 
     @property
     def result_count(self) -> int:
@@ -353,7 +381,7 @@ def cleared(
             stale = bool(superseded) and (fact.line, fact.slot) in superseded
             if (position in recent if recent is not None else position >= old) and not stale:
                 continue
-            placeholder = options.placeholder_for(fact, index.tool_name(fact.tool_use_id), stale)
+            placeholder = options.placeholder_for(fact, index.name_of(fact), stale)
             if placeholder is not None:
                 yield fact, placeholder
 
@@ -399,11 +427,7 @@ def plan(index: MicroIndex, options: MicroOptions, strategies: Strategies | None
         _add_change(clears, fact.line, fact.slot, placeholder)
         # The UI's copy of a cleared result would keep what was cleared (a placeholder, even with --truncate).
         for line in index.copies.get(fact.tool_use_id or "", ()):
-            copy = (
-                placeholder
-                if isinstance(placeholder, str)
-                else options.render(index.tool_name(fact.tool_use_id))
-            )
+            copy = placeholder if isinstance(placeholder, str) else options.render(index.name_of(fact))
             _add_change(clears, line, COPY_SLOT, copy)
     if strategies is not None:
         for line, changes in strategies.changes().items():

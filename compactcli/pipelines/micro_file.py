@@ -195,7 +195,9 @@ def analyze(
 ) -> MicroEdit:
     """Read the file once and decide what micro clears. `estimator(dialect)` backs --trigger-tokens."""
     dialect = dialect_for(source, path, fmt)
-    index = MicroIndex(dialect, placeholder=options.placeholder, truncate=options.truncate)
+    # Results are matched by id only for UI copies, repeated results and the strategies.
+    keep_ids = bool(options.strategies) or dialect.results_repeat or dialect.has_result_copies
+    index = MicroIndex(dialect, placeholder=options.placeholder, truncate=options.truncate, keep_ids=keep_ids)
     strategies = None
     if options.strategies:
         from compactcli.layers.micro_strategies import StrategyIndex
@@ -236,8 +238,9 @@ def analyze(
             if index.copy_count != copies:  # cleared as its result will be, if that one is cleared
                 candidates = _copy_candidates(dialect, index, options, record)
             for fact in facts:
-                if fact.tool_use_id in index.tool_names:
-                    placeholder = options.placeholder_for(fact, index.tool_names[fact.tool_use_id])
+                name = index.known_name(fact)
+                if name is not None:
+                    placeholder = options.placeholder_for(fact, name)
                     if placeholder is not None:
                         candidates.append((fact.slot, placeholder))
             if candidates:
