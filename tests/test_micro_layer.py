@@ -262,3 +262,33 @@ def test_long_custom_placeholder_is_idempotent():
     first.write(source, out)
     second = analyze(io.BytesIO(out.getvalue()), "m", options=options)
     assert first.changed and not second.changed
+
+
+@pytest.mark.parametrize("keep_ids", [True, False])
+def test_names_match_ids_exactly_whether_results_keep_their_ids(keep_ids):
+    # A result read before its use, a result of an id no use has, and two uses of one id (the first
+    # name counts): the placeholders name the same tools with or without the ids kept.
+    records = [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "early", "content": BIG}]},
+        *anthropic_conversation([("early", "grep", BIG), ("twice", "bash", BIG)]),
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "twice", "name": "glob", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "twice", "content": BIG}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "orphan", "content": BIG}]},
+        *anthropic_conversation([(f"k{i}", "bash", BIG) for i in range(3)]),
+    ]
+    options = MicroOptions()
+    index = MicroIndex(dialects.get("anthropic"), keep_ids=keep_ids)
+    for number, record in enumerate(records, 1):
+        index.add(number, record)
+    named = {line: changes[0][1] for line, changes in plan(index, options).items()}
+    assert named == {
+        1: options.render("grep"),
+        4: options.render("grep"),
+        6: options.render("bash"),
+        8: options.render("bash"),
+        9: options.render("unknown"),
+    }
+    ids = [fact.tool_use_id for facts in index.results.values() for fact in facts]
+    assert ids[:5] == (
+        ["early", "early", "twice", "twice", "orphan"] if keep_ids else ["early", None, None, None, "orphan"]
+    )
