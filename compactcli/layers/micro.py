@@ -136,7 +136,8 @@ class ResultFact:
     chars: int
     text: str | None  # the content when it is a short string
     truncated: bool = False  # --truncate: the content is a truncation already (idempotence)
-    # The tool's name where its use was read before the result (then tool_use_id may be let go).
+    # The tool's name where its use was read before the result and the id was let go (then
+    # tool_use_id is None: MicroIndex.keep_ids).
     tool_name: str | None = None
 
 
@@ -145,15 +146,15 @@ class Facts:
     (about 120 bytes a result less, for as long as the file is read: docs/design.md, "Memory per
     record"); a ResultFact is made again for each one read."""
 
-    __slots__ = ("lines", "slots", "ids", "names", "chars", "flags", "texts")
+    __slots__ = ("lines", "slots", "ids", "chars", "flags", "texts")
 
     def __init__(self, facts: Iterable[ResultFact] = ()) -> None:
         self.lines = array("q")
         self.slots = array("q")
+        # The tool use id, or (flag 4) the tool's name where the id was let go: one column for both.
         self.ids: list[str | None] = []
-        self.names: list[str | None] = []  # ResultFact.tool_name: one of a handful of shared strings
         self.chars = array("q")
-        self.flags = bytearray()  # 1: is_text, 2: truncated
+        self.flags = bytearray()  # 1: is_text, 2: truncated, 4: ids holds the tool's name
         self.texts: dict[int, str] = {}  # position -> text, for the few results that keep theirs
         for fact in facts:
             self.append(fact)
@@ -163,10 +164,10 @@ class Facts:
             self.texts[len(self.lines)] = fact.text
         self.lines.append(fact.line)
         self.slots.append(fact.slot)
-        self.ids.append(fact.tool_use_id)
-        self.names.append(fact.tool_name)
+        named = fact.tool_name is not None
+        self.ids.append(fact.tool_name if named else fact.tool_use_id)
         self.chars.append(fact.chars)
-        self.flags.append(fact.is_text | fact.truncated << 1)
+        self.flags.append(fact.is_text | fact.truncated << 1 | named << 2)
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -175,17 +176,20 @@ class Facts:
         flags = self.flags[at]
         text = self.texts.get(at) if self.texts else None
         line, slot, chars = self.lines[at], self.slots[at], self.chars[at]
-        use_id, name = self.ids[at], self.names[at]
+        use_id, name = (None, self.ids[at]) if flags & 4 else (self.ids[at], None)
         return ResultFact(line, slot, use_id, bool(flags & 1), chars, text, bool(flags & 2), name)
 
     def __iter__(self) -> Iterator[ResultFact]:
         texts = self.texts
-        columns = zip(self.lines, self.slots, self.ids, self.flags, self.chars, self.names, strict=True)
+        columns = zip(self.lines, self.slots, self.ids, self.flags, self.chars, strict=True)
         if not texts:  # the common case, read for every result of a file: no lookup
-            for line, slot, use_id, flags, chars, name in columns:
+            for line, slot, key, flags, chars in columns:
+                named = flags & 4 != 0
+                use_id, name = (None, key) if named else (key, None)
                 yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, None, flags & 2 != 0, name)
             return
-        for at, (line, slot, use_id, flags, chars, name) in enumerate(columns):
+        for at, (line, slot, key, flags, chars) in enumerate(columns):
+            use_id, name = (None, key) if flags & 4 else (key, None)
             text = texts.get(at)
             yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, text, flags & 2 != 0, name)
 
@@ -299,13 +303,15 @@ class MicroIndex:
             short = content if is_text and self._may_be_placeholder(content) else None
             chars = len(content) if is_text else content_chars(content)
             use_id = result.tool_use_id
-            # The name as tool_name() would find it at the end: a use's name never changes once read.
-            name = names.get(use_id) if type(use_id) is str and use_id else None
+            name = None
             if keep_ids:
                 if type(use_id) is str:
                     use_id = sys.intern(use_id)
-            elif name is not None:
-                use_id = None
+            elif type(use_id) is str and use_id:
+                # The name tool_name() would find at the end: a use's name never changes once read.
+                name = names.get(use_id)
+                if name is not None:
+                    use_id = None
             fact = ResultFact(line, result.slot, use_id, is_text, chars, short, False, name)
             if self.truncate is not None and is_text:
                 fact.truncated = is_truncation(content, self.truncate)
