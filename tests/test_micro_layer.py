@@ -265,15 +265,28 @@ def test_long_custom_placeholder_is_idempotent():
 
 
 @pytest.mark.parametrize("keep_ids", [True, False])
-def test_names_match_ids_exactly_whether_results_keep_their_ids(keep_ids):
+@pytest.mark.parametrize("head", ["", "toolu_01"])  # Claude's ids are keyed by their tail
+def test_names_match_ids_exactly_whether_results_keep_their_ids(keep_ids, head):
     # A result read before its use, a result of an id no use has, and two uses of one id (the first
-    # name counts): the placeholders name the same tools with or without the ids kept.
+    # name counts), with plain and Claude ids: the placeholders name the same tools with or without
+    # the ids kept.
     records = [
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "early", "content": BIG}]},
-        *anthropic_conversation([("early", "grep", BIG), ("twice", "bash", BIG)]),
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "twice", "name": "glob", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "twice", "content": BIG}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "orphan", "content": BIG}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": head + "early", "content": BIG}]},
+        *anthropic_conversation([(head + "early", "grep", BIG), (head + "twice", "bash", BIG)]),
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": head + "twice", "name": "glob", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": head + "twice", "content": BIG}]},
+        # The orphan's tail as an id of its own (with head): a use of another id, naming another tool.
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "orphan" if head else "x", "name": "ls"}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": head + "orphan", "content": BIG}],
+        },
         *anthropic_conversation([(f"k{i}", "bash", BIG) for i in range(3)]),
     ]
     options = MicroOptions()
@@ -286,9 +299,11 @@ def test_names_match_ids_exactly_whether_results_keep_their_ids(keep_ids):
         4: options.render("grep"),
         6: options.render("bash"),
         8: options.render("bash"),
-        9: options.render("unknown"),
+        10: options.render("unknown"),
     }
     ids = [fact.tool_use_id for facts in index.results.values() for fact in facts]
     assert ids[:5] == (
-        ["early", "early", "twice", "twice", "orphan"] if keep_ids else ["early", None, None, None, "orphan"]
+        [head + "early", head + "early", head + "twice", head + "twice", head + "orphan"]
+        if keep_ids
+        else [head + "early", None, None, None, head + "orphan"]
     )

@@ -229,12 +229,28 @@ def _digest(content: object) -> bytes:
     return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+_CLAUDE_ID_HEAD = "toolu_01"
+
+
+def _short_key(use_id: object) -> object:
+    """tool_names' key of an id where results let their ids go: a Claude id's tail after the head all
+    of them share, as bytes (about 24 bytes less than the string). No id read from JSON is bytes, so
+    no key of this kind meets another id: matching stays exact."""
+    if type(use_id) is str and use_id.startswith(_CLAUDE_ID_HEAD) and use_id.isascii():
+        return use_id[len(_CLAUDE_ID_HEAD) :].encode()
+    return use_id
+
+
+def _same_key(use_id: object) -> object:
+    return use_id
+
+
 @dataclass
 class MicroIndex:
     """What one pass over a transcript needs to remember to decide what micro clears."""
 
     dialect: Dialect
-    tool_names: dict[str, str] = field(default_factory=dict)
+    tool_names: dict = field(default_factory=dict)  # key(tool use id) -> tool name
     results: dict[str, Facts] = field(default_factory=dict)
     # Lines of records that repeat a result for the UI (Codex exec_command_end), by tool use id.
     copies: dict[str, list[int]] = field(default_factory=dict)
@@ -252,6 +268,7 @@ class MicroIndex:
 
     def __post_init__(self) -> None:
         self._tracker = self.dialect.new_tracker()
+        self.key = _same_key if self.keep_ids else _short_key  # tool_names' key of an id
         # Head before the first {tool_name}, tail after the last: a placeholder may name the tool twice.
         self._head = self.placeholder.partition("{tool_name}")[0]
         self._tail = self.placeholder.rpartition("{tool_name}")[2]
@@ -269,12 +286,12 @@ class MicroIndex:
         if conversation is None:
             conversation = self._tracker.key(record)
         uses, results = scanned if scanned is not None else self.dialect.scan(record)
-        keep_ids = self.keep_ids
+        keep_ids, key = self.keep_ids, self.key
         for use in uses:
             # A handful of tool names, one string each: not one per tool use of a long transcript. The
             # id is interned so that its results hold the same string, not a second copy of it (not
             # needed where results let their ids go: the interpreter's table costs a slot an id).
-            use_id = sys.intern(use.id) if type(use.id) is str and keep_ids else use.id
+            use_id = sys.intern(use.id) if type(use.id) is str and keep_ids else key(use.id)
             self.tool_names.setdefault(use_id, sys.intern(use.name) if type(use.name) is str else use.name)
         if self.dialect.has_result_copies:
             for use_id in self.dialect.result_copies(record):
@@ -309,7 +326,7 @@ class MicroIndex:
                     use_id = sys.intern(use_id)
             elif type(use_id) is str and use_id:
                 # The name tool_name() would find at the end: a use's name never changes once read.
-                name = names.get(use_id)
+                name = names.get(key(use_id))
                 if name is not None:
                     use_id = None
             fact = ResultFact(line, result.slot, use_id, is_text, chars, short, False, name)
@@ -321,7 +338,7 @@ class MicroIndex:
 
     def _match_unnamed(self, tool_use_id: str | None, content: object) -> None:
         """A result takes the oldest waiting copy of the same tool with the same output."""
-        waiting = self._unnamed.get(self.tool_names.get(tool_use_id or "", ""))
+        waiting = self._unnamed.get(self.tool_names.get(self.key(tool_use_id or ""), ""))
         if not waiting or tool_use_id is None:
             return
         digest = _digest(content)
@@ -341,7 +358,7 @@ class MicroIndex:
             self.results[key] = Facts(sorted(kept, key=lambda fact: position[fact.line]))
 
     def tool_name(self, tool_use_id: str | None) -> str:
-        return self.tool_names.get(tool_use_id or "", "unknown")
+        return self.tool_names.get(self.key(tool_use_id or ""), "unknown")
 
     def name_of(self, fact: ResultFact) -> str:
         """The tool's name of a result, "unknown" where no use of its id was read."""
@@ -351,7 +368,12 @@ class MicroIndex:
         """The tool's name of a result if its use has been read so far, else None."""
         if fact.tool_name is not None:
             return fact.tool_name
-        return self.tool_names.get(fact.tool_use_id) if fact.tool_use_id in self.tool_names else None
+        use_id = self.key(fact.tool_use_id)
+        return self.tool_names.get(use_id) if use_id in self.tool_names else None
+
+    def name_for_id(self, tool_use_id: str) -> str | None:
+        """The tool's name of a use read so far, by its id."""
+        return self.tool_names.get(self.key(tool_use_id))
 
     @property
     def result_count(self) -> int:

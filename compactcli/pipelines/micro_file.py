@@ -178,7 +178,7 @@ def _copy_candidates(dialect: Dialect, index: MicroIndex, options: MicroOptions,
     """What a UI copy record becomes if the result it repeats is cleared (decided only at the end)."""
     found = []
     for use_id in dialect.result_copies(record):
-        name = index.tool_names.get(use_id)
+        name = index.name_for_id(use_id)
         if name is not None and name not in options.preserve:
             found.append((COPY_SLOT, options.render(name)))
     return found
