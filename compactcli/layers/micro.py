@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from compactcli.core.columns import narrow, widened
 from compactcli.core.constants import DEFAULT_PLACEHOLDER, DEFAULT_PRESERVE
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ class Facts:
     __slots__ = ("lines", "slots", "ids", "chars", "flags", "texts")
 
     def __init__(self, facts: Iterable[ResultFact] = ()) -> None:
-        self.lines = array("q")
+        self.lines = narrow()
         self.slots = array("q")
         # The tool use id, or (flag 4) the tool's name where the id was let go: one column for both.
         self.ids: list[str | None] = []
@@ -162,7 +163,10 @@ class Facts:
     def append(self, fact: ResultFact) -> None:
         if fact.text is not None:
             self.texts[len(self.lines)] = fact.text
-        self.lines.append(fact.line)
+        try:
+            self.lines.append(fact.line)
+        except OverflowError:
+            self.lines = widened(self.lines, fact.line)
         self.slots.append(fact.slot)
         named = fact.tool_name is not None
         self.ids.append(fact.tool_name if named else fact.tool_use_id)

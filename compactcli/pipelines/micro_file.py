@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 import orjson
 
+from compactcli.core.columns import narrow, widened
 from compactcli.dialects import Dialect
 from compactcli.layers.micro import (
     COPY_SLOT,
@@ -43,18 +44,24 @@ class Spans:
     __slots__ = ("lines", "offsets", "lengths")
 
     def __init__(self) -> None:
-        self.lines = array("q")
+        self.lines = narrow()
         self.offsets = array("q")
-        self.lengths = array("q")
+        self.lengths = narrow()
 
     def add(self, line: int, offset: int, length: int) -> None:
         if self.lines and self.lines[-1] >= line:
             if self.lines[-1] == line:
                 return  # named again (a strategy's record that has results too): the same span
             raise ValueError(f"line {line} added after line {self.lines[-1]}")
-        self.lines.append(line)
+        try:
+            self.lines.append(line)
+        except OverflowError:
+            self.lines = widened(self.lines, line)
         self.offsets.append(offset)
-        self.lengths.append(length)
+        try:
+            self.lengths.append(length)
+        except OverflowError:
+            self.lengths = widened(self.lengths, length)
 
     def __getitem__(self, line: int) -> tuple[int, int]:
         at = bisect_left(self.lines, line)
