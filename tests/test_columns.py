@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from compactcli.core.columns import narrow, widened
+from compactcli.layers.micro import Facts, ResultFact
 from compactcli.pipelines.micro_file import Spans
 
 
@@ -22,3 +23,8 @@ def test_spans_past_four_billion_lines_and_bytes():
     assert spans[3] == (10, 5)
     assert spans[2**32 + 5] == (2**40, 2**33)
     assert spans[2**32 + 6] == (2**40 + 2**33, 1)
+
+
+def test_result_facts_past_four_byte_values():
+    facts = Facts([ResultFact(5, -1, "a", True, 10, None), ResultFact(2**32, 2**31, "b", True, 2**33, None)])
+    assert [(fact.line, fact.slot, fact.chars) for fact in facts] == [(5, -1, 10), (2**32, 2**31, 2**33)]

@@ -7,10 +7,12 @@ from array import array
 
 # Unsigned 4 bytes: every line number and line length of a file under four billion lines or bytes a line.
 NARROW = "I" if array("I").itemsize == 4 else "q"
+NARROW_SIGNED = "i" if array("i").itemsize == 4 else "q"
 
 
-def narrow() -> array:
-    return array(NARROW)
+def narrow(signed: bool = False) -> array:
+    """An empty 4-byte column; `signed` for values from -2³¹ (a result's slot: -1 for a whole message)."""
+    return array(NARROW_SIGNED if signed else NARROW)
 
 
 def widened(column: array, value: int) -> array:

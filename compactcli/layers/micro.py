@@ -13,7 +13,6 @@ import hashlib
 import json
 import re
 import sys
-from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -151,10 +150,10 @@ class Facts:
 
     def __init__(self, facts: Iterable[ResultFact] = ()) -> None:
         self.lines = narrow()
-        self.slots = array("q")
+        self.slots = narrow(signed=True)
         # The tool use id, or (flag 4) the tool's name where the id was let go: one column for both.
         self.ids: list[str | None] = []
-        self.chars = array("q")
+        self.chars = narrow()
         self.flags = bytearray()  # 1: is_text, 2: truncated, 4: ids holds the tool's name
         self.texts: dict[int, str] = {}  # position -> text, for the few results that keep theirs
         for fact in facts:
@@ -167,10 +166,16 @@ class Facts:
             self.lines.append(fact.line)
         except OverflowError:
             self.lines = widened(self.lines, fact.line)
-        self.slots.append(fact.slot)
+        try:
+            self.slots.append(fact.slot)
+        except OverflowError:
+            self.slots = widened(self.slots, fact.slot)
         named = fact.tool_name is not None
         self.ids.append(fact.tool_name if named else fact.tool_use_id)
-        self.chars.append(fact.chars)
+        try:
+            self.chars.append(fact.chars)
+        except OverflowError:
+            self.chars = widened(self.chars, fact.chars)
         self.flags.append(fact.is_text | fact.truncated << 1 | named << 2)
 
     def __len__(self) -> int:
