@@ -262,3 +262,48 @@ def test_long_custom_placeholder_is_idempotent():
     first.write(source, out)
     second = analyze(io.BytesIO(out.getvalue()), "m", options=options)
     assert first.changed and not second.changed
+
+
+@pytest.mark.parametrize("keep_ids", [True, False])
+@pytest.mark.parametrize("head", ["", "toolu_01"])  # Claude's ids are keyed by their tail
+def test_names_match_ids_exactly_whether_results_keep_their_ids(keep_ids, head):
+    # A result read before its use, a result of an id no use has, and two uses of one id (the first
+    # name counts), with plain and Claude ids: the placeholders name the same tools with or without
+    # the ids kept.
+    records = [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": head + "early", "content": BIG}]},
+        *anthropic_conversation([(head + "early", "grep", BIG), (head + "twice", "bash", BIG)]),
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": head + "twice", "name": "glob", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": head + "twice", "content": BIG}]},
+        # The orphan's tail as an id of its own (with head): a use of another id, naming another tool.
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "orphan" if head else "x", "name": "ls"}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": head + "orphan", "content": BIG}],
+        },
+        *anthropic_conversation([(f"k{i}", "bash", BIG) for i in range(3)]),
+    ]
+    options = MicroOptions()
+    index = MicroIndex(dialects.get("anthropic"), keep_ids=keep_ids)
+    for number, record in enumerate(records, 1):
+        index.add(number, record)
+    named = {line: changes[0][1] for line, changes in plan(index, options).items()}
+    assert named == {
+        1: options.render("grep"),
+        4: options.render("grep"),
+        6: options.render("bash"),
+        8: options.render("bash"),
+        10: options.render("unknown"),
+    }
+    ids = [fact.tool_use_id for facts in index.results.values() for fact in facts]
+    assert ids[:5] == (
+        [head + "early", head + "early", head + "twice", head + "twice", head + "orphan"]
+        if keep_ids
+        else [head + "early", None, None, None, head + "orphan"]
+    )

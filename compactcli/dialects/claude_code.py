@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import compress
 from operator import ne
 
+from compactcli.core.columns import narrow, widened
 from compactcli.core.jsonio import json_strings
 from compactcli.dialects.base import (
     BOUNDARY,
@@ -394,7 +395,10 @@ class ChainOrder:
         uuid = get("uuid")
         parent = get("parentUuid")
         if parent == chain.last and parent and type(uuid) is str:  # the child of the record before
-            chain.lines.append(line)
+            try:
+                chain.lines.append(line)
+            except OverflowError:
+                chain.lines = widened(chain.lines, line)
             chain.offsets.append(offset)
             chain.uuids.append(hash(uuid))
             chain.last = uuid
@@ -463,7 +467,7 @@ class _Chain:
 
     def __init__(self) -> None:
         # Machine integers, not int objects: two per record of a long transcript, kept to the end.
-        self.lines = array("q")
+        self.lines = narrow()
         self.offsets = array("q")
         self.uuids = array(_HASHES)
         self.parts = array(_HASHES)
@@ -493,7 +497,10 @@ class _Chain:
             compaction = is_compact_boundary(record) or get("isCompactSummary") is True
             parent = _BEFORE if compaction or "parentUuid" not in record else None
         self.named[len(self.lines)] = hash(parent) if type(parent) is str else parent
-        self.lines.append(line)
+        try:
+            self.lines.append(line)
+        except OverflowError:
+            self.lines = widened(self.lines, line)
         self.offsets.append(offset)
         self.uuids.append(hash(uuid))
         self.last = uuid

@@ -13,12 +13,12 @@ import hashlib
 import json
 import re
 import sys
-from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from compactcli.core.columns import narrow, widened
 from compactcli.core.constants import DEFAULT_PLACEHOLDER, DEFAULT_PRESERVE
 
 if TYPE_CHECKING:
@@ -136,6 +136,9 @@ class ResultFact:
     chars: int
     text: str | None  # the content when it is a short string
     truncated: bool = False  # --truncate: the content is a truncation already (idempotence)
+    # The tool's name where its use was read before the result and the id was let go (then
+    # tool_use_id is None: MicroIndex.keep_ids).
+    tool_name: str | None = None
 
 
 class Facts:
@@ -146,11 +149,12 @@ class Facts:
     __slots__ = ("lines", "slots", "ids", "chars", "flags", "texts")
 
     def __init__(self, facts: Iterable[ResultFact] = ()) -> None:
-        self.lines = array("q")
-        self.slots = array("q")
+        self.lines = narrow()
+        self.slots = narrow(signed=True)
+        # The tool use id, or (flag 4) the tool's name where the id was let go: one column for both.
         self.ids: list[str | None] = []
-        self.chars = array("q")
-        self.flags = bytearray()  # 1: is_text, 2: truncated
+        self.chars = narrow()
+        self.flags = bytearray()  # 1: is_text, 2: truncated, 4: ids holds the tool's name
         self.texts: dict[int, str] = {}  # position -> text, for the few results that keep theirs
         for fact in facts:
             self.append(fact)
@@ -158,11 +162,21 @@ class Facts:
     def append(self, fact: ResultFact) -> None:
         if fact.text is not None:
             self.texts[len(self.lines)] = fact.text
-        self.lines.append(fact.line)
-        self.slots.append(fact.slot)
-        self.ids.append(fact.tool_use_id)
-        self.chars.append(fact.chars)
-        self.flags.append(fact.is_text | fact.truncated << 1)
+        try:
+            self.lines.append(fact.line)
+        except OverflowError:
+            self.lines = widened(self.lines, fact.line)
+        try:
+            self.slots.append(fact.slot)
+        except OverflowError:
+            self.slots = widened(self.slots, fact.slot)
+        named = fact.tool_name is not None
+        self.ids.append(fact.tool_name if named else fact.tool_use_id)
+        try:
+            self.chars.append(fact.chars)
+        except OverflowError:
+            self.chars = widened(self.chars, fact.chars)
+        self.flags.append(fact.is_text | fact.truncated << 1 | named << 2)
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -171,17 +185,22 @@ class Facts:
         flags = self.flags[at]
         text = self.texts.get(at) if self.texts else None
         line, slot, chars = self.lines[at], self.slots[at], self.chars[at]
-        return ResultFact(line, slot, self.ids[at], bool(flags & 1), chars, text, bool(flags & 2))
+        use_id, name = (None, self.ids[at]) if flags & 4 else (self.ids[at], None)
+        return ResultFact(line, slot, use_id, bool(flags & 1), chars, text, bool(flags & 2), name)
 
     def __iter__(self) -> Iterator[ResultFact]:
         texts = self.texts
         columns = zip(self.lines, self.slots, self.ids, self.flags, self.chars, strict=True)
         if not texts:  # the common case, read for every result of a file: no lookup
-            for line, slot, use_id, flags, chars in columns:
-                yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, None, flags & 2 != 0)
+            for line, slot, key, flags, chars in columns:
+                named = flags & 4 != 0
+                use_id, name = (None, key) if named else (key, None)
+                yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, None, flags & 2 != 0, name)
             return
-        for at, (line, slot, use_id, flags, chars) in enumerate(columns):
-            yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, texts.get(at), flags & 2 != 0)
+        for at, (line, slot, key, flags, chars) in enumerate(columns):
+            use_id, name = (None, key) if flags & 4 else (key, None)
+            text = texts.get(at)
+            yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, text, flags & 2 != 0, name)
 
     def __reversed__(self) -> Iterator[ResultFact]:
         return map(self.__getitem__, range(len(self.lines) - 1, -1, -1))
@@ -219,12 +238,28 @@ def _digest(content: object) -> bytes:
     return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+_CLAUDE_ID_HEAD = "toolu_01"
+
+
+def _short_key(use_id: object) -> object:
+    """tool_names' key of an id where results let their ids go: a Claude id's tail after the head all
+    of them share, as bytes (about 24 bytes less than the string). No id read from JSON is bytes, so
+    no key of this kind meets another id: matching stays exact."""
+    if type(use_id) is str and use_id.startswith(_CLAUDE_ID_HEAD) and use_id.isascii():
+        return use_id[len(_CLAUDE_ID_HEAD) :].encode()
+    return use_id
+
+
+def _same_key(use_id: object) -> object:
+    return use_id
+
+
 @dataclass
 class MicroIndex:
     """What one pass over a transcript needs to remember to decide what micro clears."""
 
     dialect: Dialect
-    tool_names: dict[str, str] = field(default_factory=dict)
+    tool_names: dict = field(default_factory=dict)  # key(tool use id) -> tool name
     results: dict[str, Facts] = field(default_factory=dict)
     # Lines of records that repeat a result for the UI (Codex exec_command_end), by tool use id.
     copies: dict[str, list[int]] = field(default_factory=dict)
@@ -235,9 +270,14 @@ class MicroIndex:
 
     placeholder: str = DEFAULT_PLACEHOLDER
     truncate: Cut | None = None
+    # Whether a result keeps its tool use id once its tool's name is known: only what matches results
+    # by id needs it (UI copies, repeated results, the strategies, --top). Without, the ids are held
+    # once, by tool_names (docs/design.md, "Memory per record").
+    keep_ids: bool = True
 
     def __post_init__(self) -> None:
         self._tracker = self.dialect.new_tracker()
+        self.key = _same_key if self.keep_ids else _short_key  # tool_names' key of an id
         # Head before the first {tool_name}, tail after the last: a placeholder may name the tool twice.
         self._head = self.placeholder.partition("{tool_name}")[0]
         self._tail = self.placeholder.rpartition("{tool_name}")[2]
@@ -255,10 +295,12 @@ class MicroIndex:
         if conversation is None:
             conversation = self._tracker.key(record)
         uses, results = scanned if scanned is not None else self.dialect.scan(record)
+        keep_ids, key = self.keep_ids, self.key
         for use in uses:
             # A handful of tool names, one string each: not one per tool use of a long transcript. The
-            # id is interned so that its results hold the same string, not a second copy of it.
-            use_id = sys.intern(use.id) if type(use.id) is str else use.id
+            # id is interned so that its results hold the same string, not a second copy of it (not
+            # needed where results let their ids go: the interpreter's table costs a slot an id).
+            use_id = sys.intern(use.id) if type(use.id) is str and keep_ids else key(use.id)
             self.tool_names.setdefault(use_id, sys.intern(use.name) if type(use.name) is str else use.name)
         if self.dialect.has_result_copies:
             for use_id in self.dialect.result_copies(record):
@@ -280,15 +322,23 @@ class MicroIndex:
         if facts is None:
             facts = self.results[conversation] = Facts()
         added: list[ResultFact] = []
+        names = self.tool_names
         for result in results:
             content = result.content
             is_text = isinstance(content, str)
             short = content if is_text and self._may_be_placeholder(content) else None
             chars = len(content) if is_text else content_chars(content)
             use_id = result.tool_use_id
-            if type(use_id) is str:
-                use_id = sys.intern(use_id)
-            fact = ResultFact(line, result.slot, use_id, is_text, chars, short)
+            name = None
+            if keep_ids:
+                if type(use_id) is str:
+                    use_id = sys.intern(use_id)
+            elif type(use_id) is str and use_id:
+                # The name tool_name() would find at the end: a use's name never changes once read.
+                name = names.get(key(use_id))
+                if name is not None:
+                    use_id = None
+            fact = ResultFact(line, result.slot, use_id, is_text, chars, short, False, name)
             if self.truncate is not None and is_text:
                 fact.truncated = is_truncation(content, self.truncate)
             facts.append(fact)
@@ -297,7 +347,7 @@ class MicroIndex:
 
     def _match_unnamed(self, tool_use_id: str | None, content: object) -> None:
         """A result takes the oldest waiting copy of the same tool with the same output."""
-        waiting = self._unnamed.get(self.tool_names.get(tool_use_id or "", ""))
+        waiting = self._unnamed.get(self.tool_names.get(self.key(tool_use_id or ""), ""))
         if not waiting or tool_use_id is None:
             return
         digest = _digest(content)
@@ -317,7 +367,22 @@ class MicroIndex:
             self.results[key] = Facts(sorted(kept, key=lambda fact: position[fact.line]))
 
     def tool_name(self, tool_use_id: str | None) -> str:
-        return self.tool_names.get(tool_use_id or "", "unknown")
+        return self.tool_names.get(self.key(tool_use_id or ""), "unknown")
+
+    def name_of(self, fact: ResultFact) -> str:
+        """The tool's name of a result, "unknown" where no use of its id was read."""
+        return fact.tool_name if fact.tool_name is not None else self.tool_name(fact.tool_use_id)
+
+    def known_name(self, fact: ResultFact) -> str | None:
+        """The tool's name of a result if its use has been read so far, else None."""
+        if fact.tool_name is not None:
+            return fact.tool_name
+        use_id = self.key(fact.tool_use_id)
+        return self.tool_names.get(use_id) if use_id in self.tool_names else None
+
+    def name_for_id(self, tool_use_id: str) -> str | None:
+        """The tool's name of a use read so far, by its id."""
+        return self.tool_names.get(self.key(tool_use_id))
 
     @property
     def result_count(self) -> int:
@@ -353,7 +418,7 @@ def cleared(
             stale = bool(superseded) and (fact.line, fact.slot) in superseded
             if (position in recent if recent is not None else position >= old) and not stale:
                 continue
-            placeholder = options.placeholder_for(fact, index.tool_name(fact.tool_use_id), stale)
+            placeholder = options.placeholder_for(fact, index.name_of(fact), stale)
             if placeholder is not None:
                 yield fact, placeholder
 
@@ -399,11 +464,7 @@ def plan(index: MicroIndex, options: MicroOptions, strategies: Strategies | None
         _add_change(clears, fact.line, fact.slot, placeholder)
         # The UI's copy of a cleared result would keep what was cleared (a placeholder, even with --truncate).
         for line in index.copies.get(fact.tool_use_id or "", ()):
-            copy = (
-                placeholder
-                if isinstance(placeholder, str)
-                else options.render(index.tool_name(fact.tool_use_id))
-            )
+            copy = placeholder if isinstance(placeholder, str) else options.render(index.name_of(fact))
             _add_change(clears, line, COPY_SLOT, copy)
     if strategies is not None:
         for line, changes in strategies.changes().items():

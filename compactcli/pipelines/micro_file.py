@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 import orjson
 
+from compactcli.core.columns import narrow, widened
 from compactcli.dialects import Dialect
 from compactcli.layers.micro import (
     COPY_SLOT,
@@ -43,18 +44,24 @@ class Spans:
     __slots__ = ("lines", "offsets", "lengths")
 
     def __init__(self) -> None:
-        self.lines = array("q")
+        self.lines = narrow()
         self.offsets = array("q")
-        self.lengths = array("q")
+        self.lengths = narrow()
 
     def add(self, line: int, offset: int, length: int) -> None:
         if self.lines and self.lines[-1] >= line:
             if self.lines[-1] == line:
                 return  # named again (a strategy's record that has results too): the same span
             raise ValueError(f"line {line} added after line {self.lines[-1]}")
-        self.lines.append(line)
+        try:
+            self.lines.append(line)
+        except OverflowError:
+            self.lines = widened(self.lines, line)
         self.offsets.append(offset)
-        self.lengths.append(length)
+        try:
+            self.lengths.append(length)
+        except OverflowError:
+            self.lengths = widened(self.lengths, length)
 
     def __getitem__(self, line: int) -> tuple[int, int]:
         at = bisect_left(self.lines, line)
@@ -178,7 +185,7 @@ def _copy_candidates(dialect: Dialect, index: MicroIndex, options: MicroOptions,
     """What a UI copy record becomes if the result it repeats is cleared (decided only at the end)."""
     found = []
     for use_id in dialect.result_copies(record):
-        name = index.tool_names.get(use_id)
+        name = index.name_for_id(use_id)
         if name is not None and name not in options.preserve:
             found.append((COPY_SLOT, options.render(name)))
     return found
@@ -195,7 +202,9 @@ def analyze(
 ) -> MicroEdit:
     """Read the file once and decide what micro clears. `estimator(dialect)` backs --trigger-tokens."""
     dialect = dialect_for(source, path, fmt)
-    index = MicroIndex(dialect, placeholder=options.placeholder, truncate=options.truncate)
+    # Results are matched by id only for UI copies, repeated results and the strategies.
+    keep_ids = bool(options.strategies) or dialect.results_repeat or dialect.has_result_copies
+    index = MicroIndex(dialect, placeholder=options.placeholder, truncate=options.truncate, keep_ids=keep_ids)
     strategies = None
     if options.strategies:
         from compactcli.layers.micro_strategies import StrategyIndex
@@ -236,8 +245,9 @@ def analyze(
             if index.copy_count != copies:  # cleared as its result will be, if that one is cleared
                 candidates = _copy_candidates(dialect, index, options, record)
             for fact in facts:
-                if fact.tool_use_id in index.tool_names:
-                    placeholder = options.placeholder_for(fact, index.tool_names[fact.tool_use_id])
+                name = index.known_name(fact)
+                if name is not None:
+                    placeholder = options.placeholder_for(fact, name)
                     if placeholder is not None:
                         candidates.append((fact.slot, placeholder))
             if candidates:
@@ -263,10 +273,18 @@ def analyze(
         edit.stats["tokens"] = counter.tokens
     if counter is None or counter.tokens > options.trigger_tokens:
         edit.clears = plan(index, options, strategies)
-    slots = [slot for todo in edit.clears.values() for slot, _ in todo]
-    edit.stats["cleared"] = sum(slot >= -1 for slot in slots)
+    index.results = {}  # the results' facts go before the write: the plan holds what it needs
+    # Counted, not listed: a list of every change's slot would cost 8 bytes a cleared result.
+    cleared = copies = 0
+    for todo in edit.clears.values():
+        for slot, _ in todo:
+            if slot >= -1:
+                cleared += 1
+            elif slot == COPY_SLOT:
+                copies += 1
+    edit.stats["cleared"] = cleared
     if index.copies:
-        edit.stats["ui_copies_cleared"] = slots.count(COPY_SLOT)
+        edit.stats["ui_copies_cleared"] = copies
     if strategies is not None:
         edit.stats["strategies"] = options.strategies
         edit.stats.update(strategy_figures(edit.clears))
