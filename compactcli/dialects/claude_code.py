@@ -14,6 +14,7 @@ from operator import ne
 from compactcli.core.jsonio import json_strings
 from compactcli.dialects.base import (
     BOUNDARY,
+    HASHES,
     MAIN,
     NO,
     NOTHING_SCANNED,
@@ -444,11 +445,6 @@ _NOT_RESPONSES = frozenset({_NONE, _PROMPT, _NO_MESSAGE})
 _BEFORE = object()  # a parent named as "the record before": a compaction, or a record naming no parent
 
 
-# The arrays of hashes: C longs where they hold 64 bits (a hash goes in without the slower conversion of
-# a long long), else long longs.
-_HASHES = "l" if array("l").itemsize == 8 else "q"
-
-
 class _Chain:
     """One conversation's records in file order: per position, its line, offset, uuid (`line:N` for a
     message record without one) and part (`parts`); the parent of the records that do not name the
@@ -465,8 +461,8 @@ class _Chain:
         # Machine integers, not int objects: two per record of a long transcript, kept to the end.
         self.lines = array("q")
         self.offsets = array("q")
-        self.uuids = array(_HASHES)
-        self.parts = array(_HASHES)
+        self.uuids = array(HASHES)
+        self.parts = array(HASHES)
         self.named: dict[int, object] = {}
         self.last: str | None = None
         self.opened: int | None = (
@@ -570,7 +566,7 @@ class _Chain:
         parts = self.parts
         # Each part where it changes (-1, the first record's "before", is no hash).
         runs = compress(parts, map(ne, parts, itertools.chain((-1,), parts)))
-        return _has_repeats(array(_HASHES, itertools.filterfalse(_NOT_RESPONSES.__contains__, runs)))
+        return _has_repeats(array(HASHES, itertools.filterfalse(_NOT_RESPONSES.__contains__, runs)))
 
     def _forward(self, named: list[tuple[int, int]]) -> list[int] | range:
         """The branch where every parent comes before its child, by stretches: a stretch starts where a
