@@ -8,7 +8,7 @@ calls, how a summary is written) is a method here, with the default most dialect
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -370,7 +370,9 @@ class RecordOrder(Protocol):
         """`add`, and the record's Dialect.scan, in one read of the record."""
         ...
 
-    def order(self) -> list[tuple[int, int]]: ...
+    def order(self) -> Iterable[tuple[int, int]]:
+        """(line, offset) of the records of the conversations, in their order; read once."""
+        ...
 
     def in_file_order(self) -> bool:
         """order() holds every record of every conversation, each conversation's in file order."""

@@ -421,14 +421,14 @@ class ChainOrder:
             chain.parts.append(_NONE if only_results else _PROMPT)
         return key, scanned
 
-    def order(self) -> list[tuple[int, int]]:
-        out: list[tuple[int, int]] = []
+    def order(self) -> Iterator[tuple[int, int]]:
+        # Given as it is read, not as a list: a tuple and two ints a record would be held at once
+        # (docs/design.md, "Memory per record").
         # Conversations in the order their first record comes (the first seen may have no place).
         for chain in sorted(self._chains.values(), key=_Chain.opened_at):
             ordered = chain.active()
             lines, offsets = chain.lines, chain.offsets
-            out.extend(zip(map(lines.__getitem__, ordered), map(offsets.__getitem__, ordered), strict=True))
-        return out
+            yield from zip(map(lines.__getitem__, ordered), map(offsets.__getitem__, ordered), strict=True)
 
     def in_file_order(self) -> bool:
         """Every record of every conversation is in order(), each conversation's in file order: what

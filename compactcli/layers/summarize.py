@@ -211,6 +211,8 @@ def searchable_text(message: dict) -> str:
 def pin_closure(messages: Sequence[dict], pinned: set[int]) -> set[int]:
     """The pinned messages with their partners: a call's results and a result's call are pinned with it,
     so that no pinned tool_use or tool_result is left alone after the summary (skeletons suffice)."""
+    if not pinned:
+        return set()  # without reading the messages (they may be built as they are read)
     uses: dict[str, int] = {}
     results: dict[str, list[int]] = {}
     for index, message in enumerate(messages):

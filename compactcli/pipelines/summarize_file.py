@@ -810,8 +810,10 @@ def _place_cut(
         if conversation.offsets[index] not in top
     ]
     edit.dropped = edit.cut_line - 1 - len(edit.top) + len(edit.removed) - len(edit.pinned)
-    gone = set(chain.uuids[:start])
-    gone.discard(NO_HASH)
+    # The kept records' parents that were summarized (not a set of every summarized uuid: they are many).
+    parents = {chain.parents[at] for at in kept}
+    parents.discard(NO_HASH)
+    gone = parents.intersection(itertools.islice(chain.uuids, start))
     relinked = [at for at in kept if chain.parents[at] in gone]
     edit.relink = [(chain.offsets[at], chain.lengths[at]) for at in relinked]
     # The lines of the records the diff shows changed (relinked or left out).
