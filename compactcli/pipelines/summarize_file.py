@@ -155,35 +155,42 @@ _USE, _RESULT = 0, 1  # a block of a skeleton
 
 class _Skeletons(Sequence[dict]):
     """The messages' skeletons in columns: per message its role and whether it is a summary, per block
-    its kind and (interned) tool id. Each is built as a dict when read, so that a long transcript keeps
-    no dict, list and block dicts per message (docs/design.md, "Memory per record")."""
+    its kind and the hash of its tool id (ids are only compared; one that is no string is kept in
+    `others`). Each is built as a dict when read, its ids as the hashes' digits, so that a long
+    transcript keeps no dict, list, block dicts and id strings per message (docs/design.md, "Memory per
+    record")."""
 
-    __slots__ = ("roles", "summaries", "starts", "kinds", "ids")
+    __slots__ = ("roles", "summaries", "starts", "kinds", "ids", "others")
 
     def __init__(self) -> None:
         self.roles: list[object] = []
         self.summaries = bytearray()
         self.starts = array("q", [0])  # message i's blocks: kinds/ids[starts[i] : starts[i + 1]]
         self.kinds = bytearray()
-        self.ids: list[object] = []
+        self.ids = array(HASHES)
+        self.others: dict[int, object] = {}  # block -> its id, where that is no string
 
     def add(self, dialect: Dialect, record: dict, normalized: dict, summary: bool) -> None:
         role = normalized.get("role")
         self.roles.append(sys.intern(role) if type(role) is str else role)
         self.summaries.append(summary)
-        # A tool use id is interned so that its results hold the same string, not a copy each.
         for use in dialect.tool_uses(record):
-            self.kinds.append(_USE)
-            self.ids.append(sys.intern(use.id) if type(use.id) is str else use.id)
+            self._block(_USE, use.id)
         for result in dialect.tool_results(record):
-            self.kinds.append(_RESULT)
-            use_id = result.tool_use_id
-            self.ids.append(sys.intern(use_id) if type(use_id) is str else use_id)
+            self._block(_RESULT, result.tool_use_id)
         self.starts.append(len(self.ids))
+
+    def _block(self, kind: int, tool_id: object) -> None:
+        self.kinds.append(kind)
+        if type(tool_id) is not str:
+            self.others[len(self.ids)] = tool_id
+            tool_id = None
+        self.ids.append(NO_HASH if tool_id is None else hash(tool_id))
 
     def clear(self) -> None:
         self.roles.clear()
         del self.summaries[:], self.kinds[:], self.ids[:], self.starts[1:]
+        self.others.clear()
 
     def __len__(self) -> int:
         return len(self.roles)
@@ -192,12 +199,13 @@ class _Skeletons(Sequence[dict]):
         """Role and tool ids (all that choose_cut reads), and the start of an
         earlier summary's text (what nothing_to_summarize reads)."""
         blocks: list[dict] = [{"type": "text", "text": SUMMARY_PREFIX}] if self.summaries[index] else []
-        ids = self.ids
+        ids, others = self.ids, self.others
         for at in range(self.starts[index], self.starts[index + 1]):
+            tool_id = others[at] if at in others else str(ids[at])
             if self.kinds[at] == _USE:
-                blocks.append({"type": "tool_use", "id": ids[at]})
+                blocks.append({"type": "tool_use", "id": tool_id})
             else:
-                blocks.append({"type": "tool_result", "tool_use_id": ids[at]})
+                blocks.append({"type": "tool_result", "tool_use_id": tool_id})
         return {"role": self.roles[index], "content": blocks}
 
     @overload
