@@ -7,7 +7,8 @@ calls, how a summary is written) is a method here, with the default most dialect
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -16,6 +17,12 @@ from typing import Protocol
 # tokens (counted as bytes / 4) after the initial context, then the summary; summarize
 # --keep-user-messages defaults to the same.
 from compactcli.core.constants import USER_MESSAGES_TOKENS
+
+# The typecode of arrays of ids kept as their `hash()` (docs/design.md, "Memory per record"): C longs where
+# they hold 64 bits (a hash goes in without the slower conversion of a long long), else long longs. No hash
+# is -1 (CPython keeps it for errors), so -1 can stand for "no id".
+HASHES = "l" if array("l").itemsize == 8 else "q"
+NO_HASH = -1
 
 MAIN = "main"  # key of the main conversation; sub-agent conversations get their own keys
 # What Dialect.compaction says of a record that starts the active context anew.
@@ -363,7 +370,9 @@ class RecordOrder(Protocol):
         """`add`, and the record's Dialect.scan, in one read of the record."""
         ...
 
-    def order(self) -> list[tuple[int, int]]: ...
+    def order(self) -> Iterable[tuple[int, int]]:
+        """(line, offset) of the records of the conversations, in their order; read once."""
+        ...
 
     def in_file_order(self) -> bool:
         """order() holds every record of every conversation, each conversation's in file order."""

@@ -15,6 +15,7 @@ from compactcli.core.columns import narrow, widened
 from compactcli.core.jsonio import json_strings
 from compactcli.dialects.base import (
     BOUNDARY,
+    HASHES,
     MAIN,
     NO,
     NOTHING_SCANNED,
@@ -424,14 +425,14 @@ class ChainOrder:
             chain.parts.append(_NONE if only_results else _PROMPT)
         return key, scanned
 
-    def order(self) -> list[tuple[int, int]]:
-        out: list[tuple[int, int]] = []
+    def order(self) -> Iterator[tuple[int, int]]:
+        # Given as it is read, not as a list: a tuple and two ints a record would be held at once
+        # (docs/design.md, "Memory per record").
         # Conversations in the order their first record comes (the first seen may have no place).
         for chain in sorted(self._chains.values(), key=_Chain.opened_at):
             ordered = chain.active()
             lines, offsets = chain.lines, chain.offsets
-            out.extend(zip(map(lines.__getitem__, ordered), map(offsets.__getitem__, ordered), strict=True))
-        return out
+            yield from zip(map(lines.__getitem__, ordered), map(offsets.__getitem__, ordered), strict=True)
 
     def in_file_order(self) -> bool:
         """Every record of every conversation is in order(), each conversation's in file order: what
@@ -446,11 +447,6 @@ _NO_MESSAGE = 2  # a record of another type than user or assistant
 _RESPONSE = 3  # the message.id whose hash is one of the codes above
 _NOT_RESPONSES = frozenset({_NONE, _PROMPT, _NO_MESSAGE})
 _BEFORE = object()  # a parent named as "the record before": a compaction, or a record naming no parent
-
-
-# The arrays of hashes: C longs where they hold 64 bits (a hash goes in without the slower conversion of
-# a long long), else long longs.
-_HASHES = "l" if array("l").itemsize == 8 else "q"
 
 
 class _Chain:
@@ -469,8 +465,8 @@ class _Chain:
         # Machine integers, not int objects: two per record of a long transcript, kept to the end.
         self.lines = narrow()
         self.offsets = array("q")
-        self.uuids = array(_HASHES)
-        self.parts = array(_HASHES)
+        self.uuids = array(HASHES)
+        self.parts = array(HASHES)
         self.named: dict[int, object] = {}
         self.last: str | None = None
         self.opened: int | None = (
@@ -577,7 +573,7 @@ class _Chain:
         parts = self.parts
         # Each part where it changes (-1, the first record's "before", is no hash).
         runs = compress(parts, map(ne, parts, itertools.chain((-1,), parts)))
-        return _has_repeats(array(_HASHES, itertools.filterfalse(_NOT_RESPONSES.__contains__, runs)))
+        return _has_repeats(array(HASHES, itertools.filterfalse(_NOT_RESPONSES.__contains__, runs)))
 
     def _forward(self, named: list[tuple[int, int]]) -> list[int] | range:
         """The branch where every parent comes before its child, by stretches: a stretch starts where a

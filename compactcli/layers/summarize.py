@@ -12,10 +12,11 @@ live in :mod:`compactcli.backends`, the file flow in :mod:`compactcli.pipelines.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -207,9 +208,11 @@ def searchable_text(message: dict) -> str:
     return "\n".join(parts)
 
 
-def pin_closure(messages: list[dict], pinned: set[int]) -> set[int]:
+def pin_closure(messages: Sequence[dict], pinned: set[int]) -> set[int]:
     """The pinned messages with their partners: a call's results and a result's call are pinned with it,
     so that no pinned tool_use or tool_result is left alone after the summary (skeletons suffice)."""
+    if not pinned:
+        return set()  # without reading the messages (they may be built as they are read)
     uses: dict[str, int] = {}
     results: dict[str, list[int]] = {}
     for index, message in enumerate(messages):
@@ -253,7 +256,7 @@ def _blocks(message: dict) -> list:
     return content if isinstance(content, list) else []
 
 
-def choose_cut(messages: list[dict], keep_last: int) -> int:
+def choose_cut(messages: Sequence[dict], keep_last: int) -> int:
     """Index of the first message kept: ``messages[:cut]`` are summarized, ``messages[cut:]`` stay.
 
     Starts at ``len(messages) - keep_last`` (everything when ``keep_last`` is 0) and moves earlier
@@ -303,11 +306,15 @@ def _role(message: dict) -> str | None:
     return message.get("role")
 
 
-def nothing_to_summarize(messages: list[dict], cut: int) -> bool:
+def nothing_to_summarize(messages: Sequence[dict], cut: int) -> bool:
     """True when ``messages[:cut]`` holds no conversation, or only an earlier summary: summarizing
     again would only rewrite it (so a second run with the same options changes nothing)."""
-    summarized = [m for m in messages[:cut] if m.get("role") != "system"]
-    return not summarized or (len(summarized) == 1 and is_summary_message(summarized[0]))
+    # Read one by one, up to the second: the messages may be built as they are read (skeletons).
+    summarized = (m for m in itertools.islice(messages, cut) if m.get("role") != "system")
+    first = next(summarized, None)
+    if first is None:
+        return True
+    return next(summarized, None) is None and is_summary_message(first)
 
 
 # --------------------------------------------------------------------------- summarizers

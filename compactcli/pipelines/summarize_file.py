@@ -30,14 +30,17 @@ What is kept, per dialect (the records before the cut are all in the archive):
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
+import sys
+from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, overload
 
 import orjson
 
@@ -46,7 +49,7 @@ from compactcli.core.errors import BadInput, Unavailable
 from compactcli.core.jsonio import dumps_like, plain
 from compactcli.counting.pricing import Price, cost_usd
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
-from compactcli.dialects.base import USER_MESSAGES_TOKENS
+from compactcli.dialects.base import HASHES, NO_HASH, USER_MESSAGES_TOKENS
 from compactcli.layers.summarize import (
     EARLIER_SUMMARY,
     PROMPT_OVERHEAD,
@@ -122,15 +125,104 @@ def _dump(record: dict, style: _Style) -> bytes:
     return orjson.dumps(record, default=plain)
 
 
-@dataclass(slots=True)
-class _Linked:
-    """A record of the dialect's chain (Dialect.link), in the conversation's order."""
+class _Links:
+    """The records of the dialect's chain (Dialect.link), in the conversation's order: offset, length,
+    line and the hashes of uuid and parent (NO_HASH for none) in arrays of machine integers, not an
+    object and two strings a record (docs/design.md, "Memory per record")."""
 
-    offset: int
-    length: int
-    line: int
-    uuid: str | None
-    parent: str | None
+    __slots__ = ("offsets", "lengths", "lines", "uuids", "parents")
+
+    def __init__(self) -> None:
+        self.offsets = array("q")
+        self.lengths = array("q")
+        self.lines = array("q")
+        self.uuids = array(HASHES)
+        self.parents = array(HASHES)
+
+    def add(self, offset: int, length: int, line: int, uuid: str | None, parent: str | None) -> None:
+        self.offsets.append(offset)
+        self.lengths.append(length)
+        self.lines.append(line)
+        self.uuids.append(NO_HASH if uuid is None else hash(uuid))
+        self.parents.append(NO_HASH if parent is None else hash(parent))
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+_USE, _RESULT = 0, 1  # a block of a skeleton
+
+
+class _Skeletons(Sequence[dict]):
+    """The messages' skeletons in columns: per message its role and whether it is a summary, per block
+    its kind and the hash of its tool id (ids are only compared; one that is no string is kept in
+    `others`). Each is built as a dict when read, its ids as the hashes' digits, so that a long
+    transcript keeps no dict, list, block dicts and id strings per message (docs/design.md, "Memory per
+    record")."""
+
+    __slots__ = ("roles", "summaries", "starts", "kinds", "ids", "others")
+
+    def __init__(self) -> None:
+        self.roles: list[object] = []
+        self.summaries = bytearray()
+        self.starts = array("q", [0])  # message i's blocks: kinds/ids[starts[i] : starts[i + 1]]
+        self.kinds = bytearray()
+        self.ids = array(HASHES)
+        self.others: dict[int, object] = {}  # block -> its id, where that is no string
+
+    def add(self, dialect: Dialect, record: dict, normalized: dict, summary: bool) -> None:
+        role = normalized.get("role")
+        self.roles.append(sys.intern(role) if type(role) is str else role)
+        self.summaries.append(summary)
+        for use in dialect.tool_uses(record):
+            self._block(_USE, use.id)
+        for result in dialect.tool_results(record):
+            self._block(_RESULT, result.tool_use_id)
+        self.starts.append(len(self.ids))
+
+    def _block(self, kind: int, tool_id: object) -> None:
+        self.kinds.append(kind)
+        if type(tool_id) is not str:
+            self.others[len(self.ids)] = tool_id
+            tool_id = None
+        self.ids.append(NO_HASH if tool_id is None else hash(tool_id))
+
+    def clear(self) -> None:
+        self.roles.clear()
+        del self.summaries[:], self.kinds[:], self.ids[:], self.starts[1:]
+        self.others.clear()
+
+    def __len__(self) -> int:
+        return len(self.roles)
+
+    def _built(self, index: int) -> dict:
+        """Role and tool ids (all that choose_cut reads), and the start of an
+        earlier summary's text (what nothing_to_summarize reads)."""
+        blocks: list[dict] = [{"type": "text", "text": SUMMARY_PREFIX}] if self.summaries[index] else []
+        ids, others = self.ids, self.others
+        for at in range(self.starts[index], self.starts[index + 1]):
+            tool_id = others[at] if at in others else str(ids[at])
+            if self.kinds[at] == _USE:
+                blocks.append({"type": "tool_use", "id": tool_id})
+            else:
+                blocks.append({"type": "tool_result", "tool_use_id": tool_id})
+        return {"role": self.roles[index], "content": blocks}
+
+    @overload
+    def __getitem__(self, index: int) -> dict: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict]: ...
+    def __getitem__(self, index: int | slice) -> dict | list[dict]:
+        if isinstance(index, slice):
+            return [self._built(at) for at in range(len(self))[index]]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._built(index)
+
+    def __iter__(self) -> Iterator[dict]:
+        return map(self._built, range(len(self)))
 
 
 @dataclass
@@ -138,22 +230,19 @@ class _Conversation:
     """One conversation's messages since its last compaction (skeletons: role and tool ids), in the
     order the model saw them (Dialect.new_order; file order without one)."""
 
-    messages: list[dict] = field(default_factory=list)
-    lines: list[int] = field(default_factory=list)
-    offsets: list[int] = field(default_factory=list)
-    lengths: list[int] = field(default_factory=list)
+    messages: _Skeletons = field(default_factory=_Skeletons)
+    lines: array = field(default_factory=partial(array, "q"))
+    offsets: array = field(default_factory=partial(array, "q"))
+    lengths: array = field(default_factory=partial(array, "q"))
     synthetic: set[int] = field(default_factory=set)  # offsets of API error notices: never sent
     pinned: set[int] = field(default_factory=set)  # indexes of messages --pin matches
     # Every record of the dialect's chain, in the conversation's order.
-    chain: list[_Linked] = field(default_factory=list)
-    at_chain: list[int] = field(default_factory=list)  # per message: its place in `chain`
+    chain: _Links = field(default_factory=_Links)
+    at_chain: array = field(default_factory=partial(array, "q"))  # per message: its place in `chain`
 
     def restart(self) -> None:
         self.messages.clear()
-        self.lines.clear()
-        self.offsets.clear()
-        self.lengths.clear()
-        self.at_chain.clear()
+        del self.lines[:], self.offsets[:], self.lengths[:], self.at_chain[:]
         self.pinned.clear()
 
 
@@ -175,15 +264,6 @@ def _with_history(dialect: Dialect, record: dict) -> list[dict]:
     if dialect.compaction(record) == BOUNDARY:
         return dialect.restarted_with(record)
     return [record]
-
-
-def _skeleton(dialect: Dialect, record: dict, normalized: dict, summary: bool) -> dict:
-    """Role and tool ids (all that choose_cut reads), and the start of an earlier summary's text
-    (what nothing_to_summarize reads)."""
-    blocks: list[dict] = [{"type": "text", "text": SUMMARY_PREFIX}] if summary else []
-    blocks += [{"type": "tool_use", "id": use.id} for use in dialect.tool_uses(record)]
-    blocks += [{"type": "tool_result", "tool_use_id": r.tool_use_id} for r in dialect.tool_results(record)]
-    return {"role": normalized.get("role"), "content": blocks}
 
 
 @dataclass
@@ -504,11 +584,10 @@ class _Reader:
         self.side = _Conversation()  # sub-agent records: the conversation of a sub-agent's own file
         self.counters = counters
         self.top_candidates: list[tuple[int, int]] = []  # (offset, length), in file order
-        self.line_numbers: dict[int, int] = {}  # offset -> line, for relinked lines (diff only)
         self.style: _Style | None = None
         self.first_user: int | None = None  # offset of the first user message
         self.sources: list[int] = []  # Dialect.feeds_summary records of the active context, by offset
-        self.records: list[int] = []  # offset of every record, in file order (an appended compaction's)
+        self.records = array("q")  # offset of every record, in file order (an appended compaction's)
         self.hasher = hashlib.sha256()
 
     def each_line(self, line: Line, offset: int) -> None:
@@ -532,8 +611,7 @@ class _Reader:
         position = len(conversation.chain)
         uuid, parent = dialect.link(record)
         if uuid is not None or parent is not None:
-            conversation.chain.append(_Linked(offset, len(raw), number, uuid, parent))
-            self.line_numbers[offset] = number
+            conversation.chain.add(offset, len(raw), number, uuid, parent)
         compaction = dialect.compaction(record)
         if compaction == BOUNDARY:
             conversation.restart()
@@ -574,7 +652,7 @@ class _Reader:
             text = searchable_text(normalized)
             if any(pin.search(text) for pin in self.pins):
                 conversation.pinned.add(len(conversation.messages))
-        conversation.messages.append(_skeleton(self.dialect, record, normalized, summary))
+        conversation.messages.add(self.dialect, record, normalized, summary)
         conversation.lines.append(number)
         conversation.offsets.append(offset)
         conversation.lengths.append(len(raw))
@@ -619,7 +697,6 @@ def analyze(
     if not reader.main.messages and reader.side.messages:
         conversation = reader.side
     edit.conversation = conversation
-    edit.line_numbers = reader.line_numbers
     messages = conversation.messages
     edit.cut = choose_cut(messages, options.keep_last)
     edit.stats = {
@@ -670,7 +747,7 @@ def _append_after(edit: SummaryEdit, reader: _Reader, conversation: _Conversatio
     first = [conversation.offsets[edit.cut]] if kept else []
     edit.cut_offset = conversation.offsets[edit.cut] if kept else edit.size
     edit.cut_line = conversation.lines[edit.cut] if kept else edit.stats["lines"] + 1
-    edit.context_offsets = tuple(first + reader.records[-1:])
+    edit.context_offsets = tuple(first + list(reader.records[-1:]))
     edit.kept_index = bisect_left(reader.records, first[0]) if kept else None
 
 
@@ -720,17 +797,19 @@ def _place_cut(
     cut = edit.cut
     chain = conversation.chain
     start = conversation.at_chain[cut] if cut < len(conversation.messages) else len(chain)
-    kept = chain[start:]
+    kept = range(start, len(chain))
     if cut < len(conversation.messages):
         first = min(
-            [(conversation.offsets[cut], conversation.lines[cut])] + [(e.offset, e.line) for e in kept]
+            [(conversation.offsets[cut], conversation.lines[cut])]
+            + list(zip(chain.offsets[start:], chain.lines[start:], strict=True))
         )
         edit.cut_offset, edit.cut_line = first
     else:
         edit.cut_offset, edit.cut_line = size, lines + 1
-    before = chain[:start]
+    before = range(start)
     edit.top = [span for span in reader.top_candidates if span[0] < edit.cut_offset]
-    edit.removed = [(e.offset, e.length) for e in before if e.offset >= edit.cut_offset]
+    removed = [at for at in before if chain.offsets[at] >= edit.cut_offset]
+    edit.removed = [(chain.offsets[at], chain.lengths[at]) for at in removed]
     pinned = sorted(index for index in pin_closure(conversation.messages, conversation.pinned) if index < cut)
     top = {offset for offset, _ in edit.top}
     edit.pinned = [
@@ -739,10 +818,16 @@ def _place_cut(
         if conversation.offsets[index] not in top
     ]
     edit.dropped = edit.cut_line - 1 - len(edit.top) + len(edit.removed) - len(edit.pinned)
-    gone = {e.uuid for e in before if e.uuid is not None}
-    edit.relink = [(e.offset, e.length) for e in kept if e.parent in gone]
-    last_message = conversation.offsets[cut - 1 : cut] if cut else []
-    last_linked = [e.offset for e in before if e.uuid is not None][-1:]
+    # The kept records' parents that were summarized (not a set of every summarized uuid: they are many).
+    parents = {chain.parents[at] for at in kept}
+    parents.discard(NO_HASH)
+    gone = parents.intersection(itertools.islice(chain.uuids, start))
+    relinked = [at for at in kept if chain.parents[at] in gone]
+    edit.relink = [(chain.offsets[at], chain.lengths[at]) for at in relinked]
+    # The lines of the records the diff shows changed (relinked or left out).
+    edit.line_numbers = {chain.offsets[at]: chain.lines[at] for at in itertools.chain(relinked, removed)}
+    last_message = list(conversation.offsets[cut - 1 : cut])
+    last_linked = [chain.offsets[at] for at in reversed(before) if chain.uuids[at] != NO_HASH][:1]
     first_user = [reader.first_user] if reader.first_user is not None else []
     edit.context_offsets = tuple(dict.fromkeys(first_user + last_message + last_linked))
     sources = [offset for offset in reader.sources if offset < edit.cut_offset]
