@@ -190,16 +190,21 @@ def _rollout_outputs(rollout: Path) -> dict[str, str]:
     return outputs
 
 
-def test_codex_notify_hook_compacts_the_rollout_once_codex_closed_it(codex: Path, tmp_path: Path) -> None:
-    import test_agents_codex as c
-
+def _codex_project(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A private HOME, a project whose NOTES.md the scripted Codex reads, and where the hook logs."""
     home, project = tmp_path / "home", tmp_path / "project"
     home.mkdir()
     project.mkdir()
     (project / "NOTES.md").write_text(
         "".join(f"note {i}: the parser drops trailing commas\n" for i in range(30))
     )
-    hook_log = home / ".cache" / "compactcli" / "hooks.log"
+    return home, project, home / ".cache" / "compactcli" / "hooks.log"
+
+
+def test_codex_notify_hook_compacts_the_rollout_once_codex_closed_it(codex: Path, tmp_path: Path) -> None:
+    import test_agents_codex as c
+
+    home, project, hook_log = _codex_project(tmp_path)
     with FakeResponses() as api:
         api.reply_items = c._play_steps
         env = c._codex_env(home, api)  # writes config.toml; the hook goes in next
@@ -275,13 +280,7 @@ def test_codex_hooks_json_session_end_runs_once_trusted_and_compacts_the_rollout
     rollout Codex has closed."""
     import test_agents_codex as c
 
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
-    (project / "NOTES.md").write_text(
-        "".join(f"note {i}: the parser drops trailing commas\n" for i in range(30))
-    )
-    hook_log = home / ".cache" / "compactcli" / "hooks.log"
+    home, project, hook_log = _codex_project(tmp_path)
     with FakeResponses() as api:
         api.reply_items = c._play_steps
         env = c._codex_env(home, api)
