@@ -57,3 +57,26 @@ def test_micro_clears_an_mcp_results_structured_copy_and_the_images_it_sends(tmp
     assert "parser" not in path.read_text() and "iVBOR" not in path.read_text()
     assert [r for n, r in enumerate(after) if n != 3] == [r for n, r in enumerate(before) if n != 3]
     assert run_cli("validate", path).returncode == 0
+
+
+def test_only_the_users_own_prompts_are_quoted_as_theirs(tmp_path: Path):
+    events = Events()
+    events.user("Fix the parser so trailing commas are kept.")
+    events.add("user.message", content="<skill>pdf: read PDFs page by page</skill>", source="skill-pdf")
+    events.add("user.message", content="Continue with the task.", isAutopilotContinuation=True)
+    events.add("user.message", content="Report back: parser done?", source="agent-reviewer")
+    events.calls(("t1", "bash", {"command": "pytest -q"}))
+    events.result("t1", OUTPUT)
+    events.add("assistant.message", messageId="m2", content="All tests pass.")
+    path = events.write(tmp_path / "events.jsonl")
+    done = run_cli("summarize", "--backend", "digest", "--keep-last", "0", "-o", "-", path, text=True)
+    assert done.returncode == 0, done.stderr
+    (complete,) = [
+        json.loads(line)
+        for line in done.stdout.splitlines()
+        if json.loads(line)["type"] == "session.compaction_complete"
+    ]
+    summary = complete["data"]["summaryContent"]
+    assert "(the newest 1 of 1 user messages" in summary and "trailing commas are kept" in summary
+    for injected in ("read PDFs", "Continue with the task", "Report back"):
+        assert injected not in summary.split("## The user's own messages")[1], injected

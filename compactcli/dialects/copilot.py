@@ -339,9 +339,15 @@ class CopilotDialect(Dialect):
 
     def is_user_words(self, record: dict) -> bool:
         """The nudges Copilot sends as a user turn with no words of the user's (`content` empty, the
-        nudge in `transformedContent`) are not the user's. A compaction's summary counts as theirs, as
-        the other dialects' summaries do: a digest of a later part carries it on as the earlier task."""
-        content = data(record).get("content")
+        nudge in `transformedContent`) are not the user's, nor a message with a `source` other than
+        "user" (a hidden skill injection `skill-<name>`, a prompt from another agent `agent-<id>`) or
+        autopilot's continuation prompt (`isAutopilotContinuation`): Copilot's own test for the user's
+        prompts. A compaction's summary counts as theirs, as the other dialects' summaries do: a digest
+        of a later part carries it on as the earlier task."""
+        fields = data(record)
+        content = fields.get("content")
+        if fields.get("source") not in (None, "user") or fields.get("isAutopilotContinuation") is True:
+            return False
         return not isinstance(content, str) or bool(content.strip())
 
     def instructions(self, record: dict) -> str | None:
