@@ -80,3 +80,17 @@ def test_only_the_users_own_prompts_are_quoted_as_theirs(tmp_path: Path):
     assert "(the newest 1 of 1 user messages" in summary and "trailing commas are kept" in summary
     for injected in ("read PDFs", "Continue with the task", "Report back"):
         assert injected not in summary.split("## The user's own messages")[1], injected
+
+
+def test_a_response_split_at_its_reasoning_boundaries_is_one_model_call(tmp_path: Path):
+    events = Events()
+    events.user("Why do the tests fail?")
+    chunk = {"messageId": "m1", "apiCallId": "msg_01", "chunkCount": 2}
+    events.add("assistant.message", **chunk, chunkIndex=0, content="Let me look.", reasoningText="a test?")
+    first = events.calls(("t1", "bash", {"command": "pytest -q"}))
+    first["data"].update(chunk, chunkIndex=1, reasoningText="run them")
+    events.result("t1", OUTPUT)
+    events.add("assistant.message", messageId="m2", apiCallId="msg_02", content="The parser.")
+    done = run_cli("replay", "--format", "json", events.write(tmp_path / "events.jsonl"), text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["stats"]["calls"] == 2

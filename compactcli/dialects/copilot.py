@@ -392,8 +392,13 @@ class CopilotDialect(Dialect):
         return given + output, output, usage.get("apiCallId") or record.get("id")
 
     def call_id(self, record: dict) -> object:
-        # One model response is one assistant.message event.
-        return None
+        """Copilot 1.0.10x splits one model response into an assistant.message per reasoning boundary
+        (`chunkIndex` of `chunkCount`), all with the call's `apiCallId`; without one (1.0.10), each
+        assistant.message is a response of its own."""
+        if record.get("type") != ASSISTANT:
+            return None
+        call = data(record).get("apiCallId")
+        return call if isinstance(call, str) and call else None
 
     def stays_on_top(self, record: dict) -> bool:
         return record.get("type") == "session.start"  # Copilot reads the session from its first event
