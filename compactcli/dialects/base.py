@@ -317,8 +317,13 @@ class Dialect:
     def feeds_summary(self, record: dict) -> bool:
         """A record of the summarized part that summary_records needs beyond the edges (Codex keeps
         the user's messages and the session's context in its compaction). When a dialect names such
-        records, summary_records gets those, in file order, instead of the edges."""
+        records, summary_records gets those, in file order, instead of the edges (beside them, in
+        file order, where `feeds_beside_edges`)."""
         return False
+
+    # summary_records needs the edges as well as the records feeds_summary names (Claude Code: the
+    # compaction takes its parent and identity from the edges, the tools it carries from those records).
+    feeds_beside_edges: bool = False
 
     def summary_records(
         self,
