@@ -152,3 +152,38 @@ def test_a_session_that_starts_with_a_record_without_session_id_is_read(tmp_path
     done = invoke("micro", "--keep", "1", path)
     assert done.exit_code == 0, done.output
     assert read(path)[0] == first
+
+
+# Records of the session's state, as Claude Code 2.1.332 writes them (each carries sessionId).
+SESSION_STATE = [
+    {"type": "custom-title", "customTitle": "label stale issues", "sessionId": "s-1"},
+    {"type": "ai-title", "aiTitle": "Labelling stale GitHub issues", "sessionId": "s-1"},
+    {"type": "tag", "tag": "triage", "sessionId": "s-1"},
+    {"type": "agent-name", "agentName": "triager", "sessionId": "s-1"},
+    {"type": "permission-mode", "permissionMode": "acceptEdits", "sessionId": "s-1"},
+    {
+        "type": "pr-link",
+        "sessionId": "s-1",
+        "prNumber": 42,
+        "prUrl": "https://github.com/o/r/pull/42",
+        "prRepository": "o/r",
+        "timestamp": "2026-05-04T09:00:00.000Z",
+    },
+]
+
+
+def test_summarize_keeps_the_session_state_above_the_summary(tmp_path: Path) -> None:
+    """Claude Code reads the session's title, tag, mode and PR link from anywhere in the file: the
+    ones written before the cut stay, above the summary, in file order."""
+    records = session_with_tool_search()
+    other = [{"type": "last-prompt", "lastPrompt": "next page 1, please", "sessionId": "s-1"}]
+    path = write(
+        tmp_path / "s.jsonl",
+        [records[0], *SESSION_STATE[:3], *records[1:6], *SESSION_STATE[3:], *other, *records[6:]],
+    )
+    done = invoke("summarize", "--backend", "digest", path)
+    assert done.exit_code == 0, done.output
+    written = read(path)
+    assert written[: len(SESSION_STATE)] == SESSION_STATE
+    assert written[len(SESSION_STATE)]["subtype"] == "compact_boundary"
+    assert other[0] not in written  # a record of the conversation's point in time goes with it

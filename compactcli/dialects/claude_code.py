@@ -68,6 +68,36 @@ RECORD_TYPES = frozenset(
     }
 )
 
+# Records of the session's state rather than of a point of its conversation (its title, tag, mode, PR
+# link, agent name...): Claude Code keeps the newest of each when it prunes a session file (2.1.332, the
+# types it marks "repeat", "fields" and "first"), and reads them from anywhere in the file.
+SESSION_STATE = frozenset(
+    {
+        "summary",
+        "custom-title",
+        "ai-title",
+        "tag",
+        "relocated",
+        "agent-name",
+        "agent-color",
+        "agent-setting",
+        "mode",
+        "permission-mode",
+        "session-owner",
+        "isolation-latch",
+        "dev-mods",
+        "atis-latch",
+        "worktree-state",
+        "bridge-session",
+        "tools-used",
+        "derived-from",
+        "repl-mode",
+        "hybrid-organization",
+        "pr-link",
+        "history-suppression",
+        "ended-by-model",
+    }
+)
 
 # Claude Code's file tools: the input key naming the file, and whether the tool writes it.
 FILE_TOOLS = {
@@ -306,7 +336,8 @@ class ClaudeCodeDialect(Dialect):
         return message.get("id") if message is not None and record.get("type") == "assistant" else None
 
     def stays_on_top(self, record: dict) -> bool:
-        return record.get("type") == "summary"  # the session's title in the resume list
+        """The session's state (its title in the resume list, its tag, mode, PR link): not summarized."""
+        return record.get("type") in SESSION_STATE
 
     def link(self, record: dict) -> tuple[str | None, str | None]:
         uuid, parent = record.get("uuid"), record.get(parent_field(record))
