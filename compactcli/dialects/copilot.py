@@ -62,6 +62,8 @@ CHECKPOINTS = "checkpoints"
 HOOK_START = "hook.start"
 HOOK_COPY_TEXT = "textResultForLlm"
 HOOK_UI_FIELDS = ("sessionLog", "contents", "binaryResultsForLlm")
+# How Copilot 1.0.102 writes a long copy itself: no copy of the output, so never one micro clears.
+HOOK_ELIDED = "[copilot:elided "
 
 
 def is_event(record: dict) -> bool:
@@ -268,10 +270,13 @@ class CopilotDialect(Dialect):
         return [ToolResult(call if isinstance(call, str) else None, -1, result_content(fields))]
 
     def unnamed_result_copy(self, record: dict) -> tuple[str, object] | None:
-        """A postToolUse hook.start: the copy of the result Copilot completes next (HOOK_START)."""
+        """A postToolUse hook.start: the copy of the result Copilot completes next (HOOK_START); not one
+        that Copilot elided itself."""
         copy = hook_copy(record)
-        name = data(record)["input"].get("toolName") if copy is not None else None
-        return (name, copy[HOOK_COPY_TEXT]) if isinstance(name, str) and copy is not None else None
+        if copy is None or copy[HOOK_COPY_TEXT].startswith(HOOK_ELIDED):
+            return None
+        name = data(record)["input"].get("toolName")
+        return (name, copy[HOOK_COPY_TEXT]) if isinstance(name, str) else None
 
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         """The model's copy gets the placeholder; the UI's copies in the same event are emptied (a
