@@ -338,3 +338,26 @@ def test_copilot_sends_a_notice_as_a_user_text_where_it_stands(copilot, session)
     events.write_text("".join(json.dumps(r) + "\n" for r in records))
     texts = _user_texts(_resume(copilot, home, project, events))
     assert notice in texts and "Plan mode is on." in texts
+
+
+def test_copilot_sends_nothing_from_before_a_cleared_context(copilot, session):
+    """What the dialect's context_cleared boundary stands for: resumed, Copilot sends the initial message
+    set at the clear and what came after it, nothing before it."""
+    home, project, events = session
+    records = [json.loads(line) for line in events.read_text().splitlines()]
+    (done,) = [
+        n
+        for n, r in enumerate(records)
+        if r["type"] == "tool.execution_complete" and r["data"]["toolCallId"] == "toolu_03log"
+    ]
+    cleared = {"messagesCleared": 6, "initialMessage": "Start over from the build status."}
+    records.insert(done + 1, {"type": "session.context_cleared", "data": cleared})
+    records[done + 1].update(id="0000c1ea-0000-4000-8000-000000000001", timestamp=records[done]["timestamp"])
+    for before, record in zip(records, records[1:], strict=False):
+        record["parentId"] = before["id"]
+    events.write_text("".join(json.dumps(r) + "\n" for r in records))
+    body = _resume(copilot, home, project, events)
+    assert [block["id"] for block in _blocks(body, "tool_use")] == ["toolu_04status"]
+    assert cleared["initialMessage"] in _user_texts(body)
+    assert TASK not in json.dumps(body)
+    assert run_cli("validate", events).returncode == 0

@@ -122,3 +122,18 @@ def test_the_notices_copilot_sends_as_user_texts_are_counted_but_are_not_the_use
     done = run_cli("summarize", "--backend", "digest", "--keep-last", "0", "-o", "-", path, text=True)
     assert done.returncode == 0, done.stderr
     assert "(the newest 1 of 1 user messages" in done.stdout and "unresolved import" not in done.stdout
+
+
+def test_a_cleared_context_starts_anew_with_the_message_set_then(tmp_path: Path):
+    events = Events()
+    events.user("Explain the tokenizer.")
+    events.calls(("t1", "bash", {"command": "cat src/tokenize.py"}), ("t2", "bash", {"command": "ls"}))
+    events.result("t1", OUTPUT)  # t2 never answered: no longer sent either
+    events.add("session.context_cleared", messagesCleared=3, initialMessage="Start over: " + "fresh " * 60)
+    events.add("assistant.message", messageId="m2", content="Ready.")
+    path = events.write(tmp_path / "events.jsonl")
+    assert run_cli("validate", path).returncode == 0
+    done = run_cli("estimate", "--json", "--method", "heuristic", path, text=True)
+    by_category = json.loads(done.stdout)["stats"]["by_category"]
+    assert by_category["tool_results"] == 0 and by_category["tool_inputs"] == 0
+    assert 60 < by_category["text"] < 120  # the initial message and the answer

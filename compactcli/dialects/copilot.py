@@ -41,6 +41,9 @@ ABORT = "abort"  # the user interrupted the turn; Copilot answers its calls stil
 NOTICES = frozenset({"system.notification", "session.mode_notice_delivered"})
 COMPACTION_START = "session.compaction_start"
 COMPACTION_DONE = "session.compaction_complete"
+# The host cleared the conversation (an SDK host's session.history.clearContext): resumed, Copilot sends
+# nothing of what came before it, and the `initialMessage` set then (seen with 1.0.102).
+CONTEXT_CLEARED = "session.context_cleared"
 MESSAGE_EVENTS = frozenset({USER, ASSISTANT, RESULT})
 # The fields of a tool's result besides `content` that repeat its output: for the UI `detailedContent`
 # (the whole output, or a diff of the file viewed) and `contents` (rich blocks); `structuredContent` (an
@@ -335,13 +338,17 @@ class CopilotDialect(Dialect):
     # -- the active context --
 
     def compaction(self, record: dict) -> str | None:
-        if record.get("type") == COMPACTION_DONE and data(record).get("success") is True:
+        kind = record.get("type")
+        if kind == COMPACTION_DONE and data(record).get("success") is True or kind == CONTEXT_CLEARED:
             return BOUNDARY
         return None
 
     def restarted_with(self, record: dict) -> list[dict]:
         if self.compaction(record) is None:
             return []
+        if record.get("type") == CONTEXT_CLEARED:
+            first = data(record).get("initialMessage")
+            return [{"type": USER, "data": {"content": first}}] if isinstance(first, str) and first else []
         summary = data(record).get("summaryContent")
         return [summary_message(summary if isinstance(summary, str) else "")]
 
