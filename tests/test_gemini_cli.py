@@ -187,6 +187,48 @@ def test_micro_clears_the_rendering_of_a_cleared_output_and_keeps_what_gemini_cl
     assert [c["resultDisplay"] for r in parsed[3:] for c in r["toolCalls"]] == [BIG] * 3
 
 
+@pytest.mark.parametrize(
+    ("display", "cleared"),
+    [(BIG, True), (ANSI, True), ("", False), (FILE_DIFF, False), (TODOS, False)],
+    ids=["text", "ansi-lines", "empty", "file-diff", "todo-list"],
+)
+def test_micro_clears_the_rendering_an_earlier_version_left_beside_an_output_it_cleared(
+    tmp_path, display, cleared
+):
+    """A session an earlier micro cleared: the outputs hold the placeholder, their renderings what it
+    left (this micro's output with the renderings put back). The next run clears those it would clear
+    with a fresh output and keeps what Gemini CLI reads; the run after changes nothing (docs/design.md,
+    "A result cleared before")."""
+    placeholder = "[Previous: used run_shell_command]"
+    old = [call("c0", output=placeholder), call("c1", output=placeholder)]
+    for entry in old:
+        entry["resultDisplay"] = display
+    checkpoint = {"$set": {"messages": [user("u", "go"), gemini("g0", "", old[:1])], "lastUpdated": "t"}}
+    later = [gemini(f"g{n}", "", [call(f"c{n}")]) for n in range(2, 5)]
+    path = write(tmp_path / "s.jsonl", [HEADER, checkpoint, gemini("g1", "", old[1:]), *later])
+    before = path.read_bytes()
+    # Among the last --keep, or preserved, a cleared output's rendering stays as a fresh output's would.
+    for kept in (("--keep", "5"), ("--preserve", "run_shell_command")):
+        assert run_cli("micro", *kept, path, cwd=tmp_path).returncode == 0
+        assert path.read_bytes() == before
+    run = run_cli("micro", "--json", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    stats = json.loads(run.stdout)["stats"]
+    assert (stats["cleared"], stats.get("ui_copies_cleared", 0)) == (0, 2 if cleared else 0)
+    parsed = [json.loads(line) for line in path.read_text().splitlines()]
+    copies = [parsed[1]["$set"]["messages"][1]["toolCalls"][0], parsed[2]["toolCalls"][0]]
+    assert [c["resultDisplay"] for c in copies] == [placeholder if cleared else display] * 2
+    assert [c["result"][0]["functionResponse"]["response"]["output"] for c in copies] == [placeholder] * 2
+    after = path.read_bytes()
+    assert (after != before) == cleared
+    changed = [
+        n for n, (a, b) in enumerate(zip(before.splitlines(), after.splitlines(), strict=True)) if a != b
+    ]
+    assert changed == ([1, 2] if cleared else [])
+    assert run_cli("micro", path, cwd=tmp_path).returncode == 0
+    assert path.read_bytes() == after
+
+
 def test_micro_keeps_read_file_by_default(tmp_path):
     calls = [
         gemini(f"g{n}", "", [call(f"c{n}", "read_file" if n == 0 else "run_shell_command")]) for n in range(5)

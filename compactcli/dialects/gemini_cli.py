@@ -222,14 +222,31 @@ def _drop_parts(parts: object, drop: list[int]) -> object:
     return [part for index, part in enumerate(parts) if index not in gone]
 
 
+def _clears_display(display: object) -> bool:
+    return (isinstance(display, str) and display != "") or isinstance(display, list)
+
+
 def clear_display(call: dict, content: object) -> None:
     """The UI's rendering of a cleared output (`resultDisplay`: the text, or a shell's lines of styled
     tokens) would keep it: it shows what the model is now sent. An object stays: Gemini CLI reads state
     from it (an edit's file diff, which /rewind reverts the file with; the todo list; a sub-agent's
     progress), docs/design.md, "Gemini CLI sessions"."""
-    display = call.get("resultDisplay")
-    if (isinstance(display, str) and display) or isinstance(display, list):
+    if _clears_display(call.get("resultDisplay")):
         call["resultDisplay"] = content
+
+
+def display_left(call: dict) -> bool:
+    """Whether a call's rendering still differs from its output where clear_display would make them
+    one (an earlier version cleared `result` alone)."""
+    display = call.get("resultDisplay")
+    if not _clears_display(display):
+        return False
+    result = call.get("result")
+    if isinstance(result, str):
+        return display != result
+    for _, response in gp.responses(gp.part_list(result)):
+        return display != gp.response_content(response)
+    return False
 
 
 def _image_part_lists(record: dict) -> list[list]:
@@ -380,6 +397,15 @@ class GeminiCliDialect(Dialect):
             return
         gp.clear_response(response, str(content))
         call["result"] = _drop_parts(call.get("result"), media)
+
+    def ui_copy_left(self, record: dict, slot: int) -> bool:
+        messages = checkpoint(record)
+        holder = messages[slot >> SLOT_BITS] if messages is not None else record
+        if holder.get("type") == "user":
+            return False  # a response recorded on its own: no rendering beside it
+        calls = tool_calls(holder)
+        index = slot & ((1 << SLOT_BITS) - 1)
+        return index < len(calls) and display_left(calls[index])
 
     def compaction(self, record: dict) -> str | None:
         return BOUNDARY if checkpoint(record) is not None else None
