@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import invoke
-from helpers.sessions import ClaudeCodeSession
+from helpers.sessions import ClaudeCodeSession, session_with_a_kept_tail
 
 from compactcli.dialects.claude_code import CLAUDE_CODE, discovered_tools
 
@@ -189,44 +189,10 @@ def test_summarize_keeps_the_session_state_above_the_summary(tmp_path: Path) -> 
     assert other[0] not in written  # a record of the conversation's point in time goes with it
 
 
-def session_with_a_kept_tail() -> list[dict]:
-    """A session compacted the way Claude Code 2.1 does when it keeps the end of the history: the
-    boundary names the records it keeps (preservedMessages, preservedSegment: u6 to u9, re-linked to
-    the summary s1), which stay where they were written; the next prompt follows the last of them."""
-    session = ClaudeCodeSession()
-    add = session.add
-    add("user", "Count the inputs.")
-    for n in range(4):
-        add(
-            "assistant",
-            [{"type": "tool_use", "id": f"a{n}", "name": "Bash", "input": {"command": f"wc {n}"}}],
-        )
-        add("user", [{"type": "tool_result", "tool_use_id": f"a{n}", "content": OUTPUT}])
-    kept = [record["uuid"] for record in session.records[-4:]]
-    metadata = {
-        "trigger": "auto",
-        "preTokens": 9000,
-        "preservedSegment": {"headUuid": kept[0], "anchorUuid": "s1", "tailUuid": kept[-1]},
-        "preservedMessages": {"anchorUuid": "s1", "uuids": kept, "allUuids": kept},
-    }
-    boundary = {"parentUuid": None, "logicalParentUuid": kept[-1], "sessionId": "s-1", "type": "system"}
-    boundary |= {"subtype": "compact_boundary", "content": "Conversation compacted", "uuid": "b1"}
-    boundary["compactMetadata"] = metadata
-    summary = {"parentUuid": "b1", "sessionId": "s-1", "type": "user", "uuid": "s1", "isCompactSummary": True}
-    summary["message"] = {"role": "user", "content": "Summary: the inputs were counted."}
-    records = [*session.records, boundary, summary]
-    session.records.append(session.records[-1])  # the next prompt follows the last record kept
-    add("user", "Now count the outputs.")
-    add("assistant", [{"type": "tool_use", "id": "b0", "name": "Bash", "input": {"command": "wc out"}}])
-    add("user", [{"type": "tool_result", "tool_use_id": "b0", "content": "12 out"}])
-    add("assistant", [{"type": "text", "text": "12 outputs."}])
-    return records + session.records[10:]
-
-
 def test_a_compaction_that_keeps_the_end_of_the_history_is_read_as_claude_code_loads_it(
     tmp_path: Path,
 ) -> None:
-    records = session_with_a_kept_tail()
+    records = session_with_a_kept_tail(OUTPUT)
     assert [r["uuid"] for r in records] == [f"u{n}" for n in range(1, 10)] + ["b1", "s1"] + [
         f"u{n}" for n in range(11, 15)
     ]
@@ -251,7 +217,7 @@ def test_a_compaction_that_keeps_the_end_of_the_history_is_read_as_claude_code_l
 
 
 def test_a_kept_tail_whose_first_record_is_not_in_the_file_is_read_as_written(tmp_path: Path) -> None:
-    records = session_with_a_kept_tail()
+    records = session_with_a_kept_tail(OUTPUT)
     records[9]["compactMetadata"]["preservedMessages"]["uuids"][0] = "gone"
     records[9]["compactMetadata"]["preservedSegment"]["headUuid"] = "gone"
     order = CLAUDE_CODE.new_order()
