@@ -357,3 +357,82 @@ def test_replay_output_starts_with_the_header_gemini_cli_finds_the_session_by(tm
     run = run_cli("validate", "--json", out, text=True)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["stats"]["dialect"] == "gemini-cli"
+
+
+def response(cid: str, name: str, output: str = BIG) -> dict:
+    return {"functionResponse": {"id": cid, "name": name, "response": {"output": output}}}
+
+
+def test_micro_clears_every_copy_of_parallel_outputs_in_the_checkpoint_of_a_resume(tmp_path):
+    # When Gemini CLI resumes a session it writes a checkpoint (updateMessagesFromHistory) in which each
+    # call of a turn has, as its result, every part of the turn's answer, and the answer is a user record
+    # of its own: the output of c2 is then in c1's result, in c2's and in g1_response. Gemini CLI sends
+    # them all, so each copy is an output to clear.
+    both = [response("c1", "run_shell_command"), response("c2", "grep_search")]
+    calls = [call("c1") | {"result": both}, call("c2", "grep_search") | {"result": both}]
+    turn = gemini("g1", "", calls) | {
+        "content": [{"functionCall": {"id": c, "name": "x"}} for c in ("c1", "c2")]
+    }
+    later = [gemini(f"g{n}", "", [call(f"c{n + 1}")]) for n in range(2, 5)]
+    messages = [user("u1", "go"), turn, user("g1_response", "") | {"content": both}, *later]
+    path = write(tmp_path / "s.jsonl", [HEADER, {"$set": {"messages": messages, "lastUpdated": "t"}}])
+    run = run_cli("micro", "--json", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    kept = json.loads(path.read_text().splitlines()[1])["$set"]["messages"]
+    copies = [part for c in kept[1]["toolCalls"] for part in c["result"]] + kept[2]["content"]
+    outputs = [(p["functionResponse"]["id"], p["functionResponse"]["response"]["output"]) for p in copies]
+    shell, grep = "[Previous: used run_shell_command]", "[Previous: used grep_search]"
+    assert outputs == [("c1", shell), ("c2", grep)] * 3
+    assert [c["resultDisplay"] for c in kept[1]["toolCalls"]] == [shell, grep]
+    assert [r["toolCalls"][0]["result"][0]["functionResponse"]["response"]["output"] for r in kept[3:]] == [
+        BIG
+    ] * 3
+    assert run_cli("validate", path).returncode == 0
+
+
+PNG = "iVBORw0KGgo" + "A" * 4000
+IMAGE = {"inlineData": {"mimeType": "image/png", "data": PNG}}
+
+
+def image_calls() -> list[dict]:
+    """A screenshot inside its response (a model that takes multimodal responses), one beside it (one that
+    does not: Gemini CLI's convertToFunctionResponse puts it after the response), then a later call."""
+    inside = response("c1", "take_screenshot", "Binary content provided (1 item(s)).")
+    inside["functionResponse"]["parts"] = [IMAGE]
+    beside = [response("c2", "take_screenshot", "Binary content provided (1 item(s))."), IMAGE]
+    return [
+        HEADER,
+        user("u1", "look"),
+        gemini("g1", "", [call("c1", "take_screenshot") | {"result": [inside]}]),
+        gemini("g2", "", [call("c2", "take_screenshot") | {"result": beside}]),
+        gemini("g3", "", [call("c3")]),
+    ]
+
+
+def test_keep_images_reaches_the_images_a_tool_returned(tmp_path):
+    path = write(tmp_path / "s.jsonl", image_calls())
+    run = run_cli("micro", "--keep-images", "0", "--keep", "3", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    placeholder = {"text": "[image removed: image/png, 3,008 bytes]"}
+    assert records[2]["toolCalls"][0]["result"][0]["functionResponse"]["parts"] == [placeholder]
+    assert records[3]["toolCalls"][0]["result"][1] == placeholder
+    assert PNG not in path.read_text()
+    assert run_cli("validate", path).returncode == 0
+
+
+def test_an_image_beside_a_response_is_the_calls_output(tmp_path):
+    # Kept with the output it belongs to, as any multimodal output is; cleared with it when asked to.
+    records = image_calls()
+    path = write(tmp_path / "s.jsonl", records)
+    run = run_cli("micro", "--keep", "0", "--min-chars", "0", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    assert [json.loads(line) for line in path.read_text().splitlines()][:4] == records[:4]
+    run = run_cli(
+        "micro", "--keep", "0", "--min-chars", "0", "--clear-multimodal", path, cwd=tmp_path, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    (beside,) = json.loads(path.read_text().splitlines()[3])["toolCalls"]
+    assert beside["result"] == [response("c2", "take_screenshot", "[Previous: used take_screenshot]")]
+    assert PNG not in path.read_text()
+    assert run_cli("validate", path).returncode == 0

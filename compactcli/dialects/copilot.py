@@ -35,12 +35,14 @@ USER = "user.message"
 ASSISTANT = "assistant.message"
 RESULT = "tool.execution_complete"
 SYSTEM = "system.message"
+ABORT = "abort"  # the user interrupted the turn; Copilot answers its calls still open when it resumes
 COMPACTION_START = "session.compaction_start"
 COMPACTION_DONE = "session.compaction_complete"
 MESSAGE_EVENTS = frozenset({USER, ASSISTANT, RESULT})
-# The fields of a tool's result besides `content` (what the model is sent) that repeat its output for
-# the UI: `detailedContent` (the whole output, or a diff of the file viewed), `contents` (rich blocks).
-UI_FIELDS = ("detailedContent", "contents")
+# The fields of a tool's result besides `content` that repeat its output: for the UI `detailedContent`
+# (the whole output, or a diff of the file viewed) and `contents` (rich blocks); `structuredContent` (an
+# MCP tool's JSON, verbatim); and `binaryResultsForLlm`, the images the model is sent with `content`.
+UI_FIELDS = ("detailedContent", "contents", "structuredContent", "binaryResultsForLlm")
 # How Copilot frames a compaction's summary when it resumes (seen in what 1.0.102 sends): the user's
 # messages before it, then the summary. estimate counts the frame and the summary.
 SUMMARY_FRAME = (
@@ -107,12 +109,11 @@ def hook_copy(record: dict) -> dict | None:
 
 
 def empty_ui_fields(holder: dict, names: tuple[str, ...]) -> None:
-    """Empty the UI's copies of an output in place, each as a field of its own type ("" or [])."""
+    """Empty the UI's copies of an output in place, each as a field of its own type ("", [] or {})."""
     for name in names:
-        if isinstance(holder.get(name), str):
-            holder[name] = ""
-        elif isinstance(holder.get(name), list):
-            holder[name] = []
+        value = holder.get(name)
+        if isinstance(value, str | list | dict):
+            holder[name] = type(value)()
 
 
 def tool_requests(fields: dict) -> list[dict]:
@@ -343,9 +344,15 @@ class CopilotDialect(Dialect):
 
     def is_user_words(self, record: dict) -> bool:
         """The nudges Copilot sends as a user turn with no words of the user's (`content` empty, the
-        nudge in `transformedContent`) are not the user's. A compaction's summary counts as theirs, as
-        the other dialects' summaries do: a digest of a later part carries it on as the earlier task."""
-        content = data(record).get("content")
+        nudge in `transformedContent`) are not the user's, nor a message with a `source` other than
+        "user" (a hidden skill injection `skill-<name>`, a prompt from another agent `agent-<id>`) or
+        autopilot's continuation prompt (`isAutopilotContinuation`): Copilot's own test for the user's
+        prompts. A compaction's summary counts as theirs, as the other dialects' summaries do: a digest
+        of a later part carries it on as the earlier task."""
+        fields = data(record)
+        content = fields.get("content")
+        if fields.get("source") not in (None, "user") or fields.get("isAutopilotContinuation") is True:
+            return False
         return not isinstance(content, str) or bool(content.strip())
 
     def instructions(self, record: dict) -> str | None:
@@ -353,6 +360,11 @@ class CopilotDialect(Dialect):
             return None
         text = data(record).get("content")
         return text if isinstance(text, str) and text else None
+
+    def aborts_turn(self, record: dict) -> bool:
+        """An `abort`: Copilot sends the calls it left open as interrupted ("The execution of this
+        tool, or a previous tool was interrupted.")."""
+        return record.get("type") == ABORT
 
     def usage(self, record: dict) -> dict | None:
         return None  # usage lives on records of its own (recorded_call)
@@ -385,8 +397,13 @@ class CopilotDialect(Dialect):
         return given + output, output, usage.get("apiCallId") or record.get("id")
 
     def call_id(self, record: dict) -> object:
-        # One model response is one assistant.message event.
-        return None
+        """Copilot 1.0.10x splits one model response into an assistant.message per reasoning boundary
+        (`chunkIndex` of `chunkCount`), all with the call's `apiCallId`; without one (1.0.10), each
+        assistant.message is a response of its own."""
+        if record.get("type") != ASSISTANT:
+            return None
+        call = data(record).get("apiCallId")
+        return call if isinstance(call, str) and call else None
 
     def stays_on_top(self, record: dict) -> bool:
         return record.get("type") == "session.start"  # Copilot reads the session from its first event
