@@ -314,3 +314,50 @@ def test_a_call_an_abort_left_open_is_answered_by_copilot_and_validate_accepts_i
     done = run_cli("validate", events, text=True)  # the resumed session: the follow-up after the abort
     assert done.returncode == 0, done.stdout
     assert "abort" in [json.loads(line)["type"] for line in events.read_text().splitlines()]
+
+
+def test_copilot_sends_a_notice_as_a_user_text_where_it_stands(copilot, session):
+    """What the dialect's seen_by_model counts: the content of a system.notification and of a mode notice."""
+    home, project, events = session
+    records = [json.loads(line) for line in events.read_text().splitlines()]
+    (first,) = [
+        n
+        for n, r in enumerate(records)
+        if r["type"] == "tool.execution_complete" and r["data"]["toolCallId"] == "toolu_01notes"
+    ]
+    notice = "<system_notification>\nShell command (shellId: 3) has completed.\n</system_notification>"
+    when = records[first]["timestamp"]
+    records[first + 1 : first + 1] = [
+        {"type": "system.notification", "data": {"content": notice, "kind": {"type": "shell_completed"}}},
+        {"type": "session.mode_notice_delivered", "data": {"mode": "plan", "content": "Plan mode is on."}},
+    ]
+    for n, record in enumerate(records[first + 1 : first + 3], 1):
+        record.update(id=f"0000beef-0000-4000-8000-{n:012d}", timestamp=when)
+    for before, record in zip(records, records[1:], strict=False):
+        record["parentId"] = before["id"]  # each event's parent the one before, as Copilot writes them
+    events.write_text("".join(json.dumps(r) + "\n" for r in records))
+    texts = _user_texts(_resume(copilot, home, project, events))
+    assert notice in texts and "Plan mode is on." in texts
+
+
+def test_copilot_sends_nothing_from_before_a_cleared_context(copilot, session):
+    """What the dialect's context_cleared boundary stands for: resumed, Copilot sends the initial message
+    set at the clear and what came after it, nothing before it."""
+    home, project, events = session
+    records = [json.loads(line) for line in events.read_text().splitlines()]
+    (done,) = [
+        n
+        for n, r in enumerate(records)
+        if r["type"] == "tool.execution_complete" and r["data"]["toolCallId"] == "toolu_03log"
+    ]
+    cleared = {"messagesCleared": 6, "initialMessage": "Start over from the build status."}
+    records.insert(done + 1, {"type": "session.context_cleared", "data": cleared})
+    records[done + 1].update(id="0000c1ea-0000-4000-8000-000000000001", timestamp=records[done]["timestamp"])
+    for before, record in zip(records, records[1:], strict=False):
+        record["parentId"] = before["id"]
+    events.write_text("".join(json.dumps(r) + "\n" for r in records))
+    body = _resume(copilot, home, project, events)
+    assert [block["id"] for block in _blocks(body, "tool_use")] == ["toolu_04status"]
+    assert cleared["initialMessage"] in _user_texts(body)
+    assert TASK not in json.dumps(body)
+    assert run_cli("validate", events).returncode == 0

@@ -94,3 +94,46 @@ def test_a_response_split_at_its_reasoning_boundaries_is_one_model_call(tmp_path
     done = run_cli("replay", "--format", "json", events.write(tmp_path / "events.jsonl"), text=True)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["stats"]["calls"] == 2
+
+
+def _noticed(notice: bool) -> Events:
+    events = Events()
+    events.user("Build it in the background and tell me.")
+    events.calls(("t1", "bash", {"command": "make", "mode": "async"}))
+    events.result("t1", "<shellId: 2 started>")
+    if notice:
+        text = "<system_notification>\nShell command (shellId: 2) has exited with exit code 101.\n"
+        events.add("system.notification", content=text + "error[E0433]: unresolved import\n" * 40)
+        events.add("session.mode_notice_delivered", mode="plan", content="Plan mode is active. " * 20)
+    events.add("assistant.message", messageId="m2", content="The build failed on an import.")
+    return events
+
+
+def test_the_notices_copilot_sends_as_user_texts_are_counted_but_are_not_the_users_words(tmp_path: Path):
+    def tokens(events: Events, name: str) -> dict:
+        done = run_cli(
+            "estimate", "--json", "--method", "heuristic", events.write(tmp_path / name), text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["stats"]["by_category"]["text"]
+
+    assert tokens(_noticed(True), "noticed.jsonl") > tokens(_noticed(False), "plain.jsonl") + 300
+    path = _noticed(True).write(tmp_path / "events.jsonl")
+    done = run_cli("summarize", "--backend", "digest", "--keep-last", "0", "-o", "-", path, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "(the newest 1 of 1 user messages" in done.stdout and "unresolved import" not in done.stdout
+
+
+def test_a_cleared_context_starts_anew_with_the_message_set_then(tmp_path: Path):
+    events = Events()
+    events.user("Explain the tokenizer.")
+    events.calls(("t1", "bash", {"command": "cat src/tokenize.py"}), ("t2", "bash", {"command": "ls"}))
+    events.result("t1", OUTPUT)  # t2 never answered: no longer sent either
+    events.add("session.context_cleared", messagesCleared=3, initialMessage="Start over: " + "fresh " * 60)
+    events.add("assistant.message", messageId="m2", content="Ready.")
+    path = events.write(tmp_path / "events.jsonl")
+    assert run_cli("validate", path).returncode == 0
+    done = run_cli("estimate", "--json", "--method", "heuristic", path, text=True)
+    by_category = json.loads(done.stdout)["stats"]["by_category"]
+    assert by_category["tool_results"] == 0 and by_category["tool_inputs"] == 0
+    assert 60 < by_category["text"] < 120  # the initial message and the answer

@@ -36,8 +36,14 @@ ASSISTANT = "assistant.message"
 RESULT = "tool.execution_complete"
 SYSTEM = "system.message"
 ABORT = "abort"  # the user interrupted the turn; Copilot answers its calls still open when it resumes
+# Events whose `content` Copilot sends as a user text where they stand (seen with 1.0.102): a background
+# task's notice (`<system_notification>`), a mode change's notice delivered mid-turn.
+NOTICES = frozenset({"system.notification", "session.mode_notice_delivered"})
 COMPACTION_START = "session.compaction_start"
 COMPACTION_DONE = "session.compaction_complete"
+# The host cleared the conversation (an SDK host's session.history.clearContext): resumed, Copilot sends
+# nothing of what came before it, and the `initialMessage` set then (seen with 1.0.102).
+CONTEXT_CLEARED = "session.context_cleared"
 MESSAGE_EVENTS = frozenset({USER, ASSISTANT, RESULT})
 # The fields of a tool's result besides `content` that repeat its output: for the UI `detailedContent`
 # (the whole output, or a diff of the file viewed) and `contents` (rich blocks); `structuredContent` (an
@@ -233,7 +239,7 @@ class CopilotDialect(Dialect):
     # What every call sends that a file without recorded calls does not hold (1.0.10 records neither the
     # system prompt nor usage per call): the system prompt and tool definitions, tuned on the corpus
     # session's first shutdown (docs/design.md, "micro and estimate").
-    default_overhead = 52_952
+    default_overhead = 52_904
     # The UI's copies are fields of the same event (set_result_content), but for a postToolUse hook's.
     has_result_copies = True
 
@@ -332,15 +338,30 @@ class CopilotDialect(Dialect):
     # -- the active context --
 
     def compaction(self, record: dict) -> str | None:
-        if record.get("type") == COMPACTION_DONE and data(record).get("success") is True:
+        kind = record.get("type")
+        if kind == COMPACTION_DONE and data(record).get("success") is True or kind == CONTEXT_CLEARED:
             return BOUNDARY
         return None
 
     def restarted_with(self, record: dict) -> list[dict]:
         if self.compaction(record) is None:
             return []
+        if record.get("type") == CONTEXT_CLEARED:
+            first = data(record).get("initialMessage")
+            return [{"type": USER, "data": {"content": first}}] if isinstance(first, str) and first else []
         summary = data(record).get("summaryContent")
         return [summary_message(summary if isinstance(summary, str) else "")]
+
+    def seen_by_model(self, record: dict) -> dict | None:
+        """A notice (NOTICES): its `content`, a user text."""
+        if record.get("type") not in NOTICES:
+            return None
+        text = data(record).get("content")
+        return (
+            {"role": "user", "content": [{"type": "text", "text": text}]}
+            if isinstance(text, str) and text
+            else None
+        )
 
     def is_user_words(self, record: dict) -> bool:
         """The nudges Copilot sends as a user turn with no words of the user's (`content` empty, the
