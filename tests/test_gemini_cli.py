@@ -436,3 +436,23 @@ def test_an_image_beside_a_response_is_the_calls_output(tmp_path):
     assert beside["result"] == [response("c2", "take_screenshot", "[Previous: used take_screenshot]")]
     assert PNG not in path.read_text()
     assert run_cli("validate", path).returncode == 0
+
+
+def test_a_summary_built_on_an_earlier_state_snapshot_is_one_and_says_so(tmp_path):
+    # A <state_snapshot> user turn is a compression's summary (Gemini CLI's or summarize's), not the user's
+    # words: the next summary starts with it as the earlier summary and is itself one <state_snapshot>.
+    path = tmp_path / SAMPLE.name
+    shutil.copyfile(SAMPLE, path)
+    assert run_cli("summarize", "--backend", "digest", "--keep-last", "4", path, cwd=tmp_path).returncode == 0
+    more = [user("n1", "now add a test for the CSV header"), gemini("n2", "Added tests/test_header.py.")]
+    write(path, [json.loads(line) for line in path.read_text().splitlines()] + more)
+    run = run_cli("summarize", "--backend", "digest", "--keep-last", "1", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    snapshot = records[1]["$set"]["messages"][0]["content"][0]["text"]
+    assert snapshot.startswith("<state_snapshot>\n[Conversation compressed. Transcript: ")
+    assert snapshot.endswith("</state_snapshot>")
+    assert "## Earlier summary (the conversation starts with it)\n> <state_snapshot>" in snapshot
+    assert "(Compaction 2: this summary builds on the one before it.)" in snapshot
+    users = snapshot[snapshot.index("## The user's own messages") :]
+    assert "<state_snapshot>" not in users and "now add a test for the CSV header" in users

@@ -608,3 +608,17 @@ def test_keep_images_reaches_the_images_of_a_compressed_history(tmp_path):
     assert kept[3]["parts"] == [{"functionResponse": {**answer["functionResponse"], "parts": [placeholder]}}]
     assert png not in path.read_text()
     assert run_cli("validate", path).returncode == 0
+
+
+def test_the_summary_and_bridge_of_qwen_codes_own_compression_are_not_the_users_words(session):
+    # The sample holds a compression Qwen Code wrote: its <state_snapshot> summary as the user's Content and
+    # the "Continue with the prior task" bridge. A digest built on it says it starts with an earlier summary
+    # and never lists either as what the user wrote.
+    done = run_cli("summarize", "--backend", "digest", "--keep-last", "2", session, text=True)
+    assert done.returncode == 0, done.stderr
+    summary = lines_of(session)[-1]["systemPayload"]["compressedHistory"][0]["parts"][0]["text"]
+    assert "## Earlier summary (the conversation starts with it)\n> <state_snapshot>" in summary
+    assert "(Compaction 2: this summary builds on the one before it.)" in summary
+    assert "Continue with the prior task" not in summary
+    users = summary[summary.index("## The user's own messages") :]
+    assert "<state_snapshot>" not in users and "Also sort ties alphabetically." in users

@@ -488,8 +488,13 @@ ACKNOWLEDGEMENT = "Got it. Thanks for the additional context!"
 
 
 def snapshot_text(text: str) -> str:
-    """The summary as Gemini CLI's compression writes it: inside a <state_snapshot> element."""
-    return text if SNAPSHOT_OPEN in text else f"{SNAPSHOT_OPEN}\n{text.strip()}\n{SNAPSHOT_CLOSE}"
+    """The summary as Gemini CLI's compression writes it: inside a <state_snapshot> element (a summary
+    that quotes an earlier one holds the tag too, not around it)."""
+    return (
+        text
+        if text.lstrip().startswith(SNAPSHOT_OPEN)
+        else f"{SNAPSHOT_OPEN}\n{text.strip()}\n{SNAPSHOT_CLOSE}"
+    )
 
 
 def compression_records(text: str, now: datetime, new_uuid: Callable[[], str]) -> list[dict]:

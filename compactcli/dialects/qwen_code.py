@@ -225,8 +225,13 @@ class QwenCodeDialect(Dialect):
         return record.get("uuid") if record.get("type") == "assistant" else None
 
     def is_user_words(self, record: dict) -> bool:
-        """A prompt a cron job or a background agent's notification put in the user's turn: not theirs."""
-        return record.get("subtype") not in ("cron", "notification")
+        """Not the user's: a prompt a cron job or a background agent's notification put in the user's turn,
+        and the bridge a compression puts after the summary (CONTINUATION)."""
+        if record.get("subtype") in ("cron", "notification"):
+            return False
+        message = self.message(record)
+        parts = message.get("parts") if message is not None else None
+        return not (isinstance(parts, list) and parts_of.text_of(parts).strip() == CONTINUATION)
 
     def working_folder(self, record: dict) -> str | None:
         folder = record.get("cwd")
