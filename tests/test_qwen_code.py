@@ -354,6 +354,90 @@ def test_micro_clears_an_output_inside_a_compressed_history(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+# resultDisplay as Qwen Code 0.15.10 records it: todo_write's list (TodoWriteTool), a sub-agent's summary
+# (AgentTool; toolCalls emptied by recordToolResult), an edit's file diff, a shell's text.
+TODOS = [
+    {"id": "1", "content": "Fix the parser", "status": "completed"},
+    {"id": "2", "content": "Add a test for the empty file", "status": "in_progress"},
+]
+TODO_DISPLAY = {"type": "todo_list", "todos": TODOS}
+AGENT_DISPLAY = {
+    "type": "task_execution",
+    "subagentName": "general-purpose",
+    "taskDescription": "Find the callers of parse()",
+    "taskPrompt": "List every caller of parse() in src/.",
+    "status": "completed",
+    "subagentColor": "blue",
+    "toolCalls": [],
+    "terminateReason": "GOAL",
+    "result": "parse() is called from src/cli.py:12 and src/load.py:40. " + "z" * 400,
+    "executionSummary": {"totalToolCalls": 3, "totalDurationMs": 5200, "totalTokens": 18250},
+}
+EDIT_DISPLAY = {
+    "fileDiff": "--- a.py\n+++ a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n",
+    "fileName": "a.py",
+    "originalContent": "x = 1\n" + "# old\n" * 100,
+    "newContent": "x = 2\n" + "# old\n" * 100,
+}
+
+
+def test_micro_keeps_the_todo_list_and_a_sub_agents_summary_qwen_code_replays(tmp_path):
+    """Qwen Code rebuilds the todo panel and ACP's plan from a todo_write's rendering, and a sub-agent's
+    token usage from its task_execution summary: micro clears their outputs and keeps those renderings (but
+    the sub-agent's final text, the output itself); an edit's diff and a shell's text are cleared."""
+    long_output = "Output: " + "x" * 400
+    calls = [
+        ("c1", "todo_write", TODO_DISPLAY),
+        ("c2", "todo_write", json.dumps(TODO_DISPLAY)),  # as JSON: Qwen Code reads that form too
+        ("c3", "agent", AGENT_DISPLAY),
+        ("c4", "edit", EDIT_DISPLAY),
+        ("c5", "run_shell_command", long_output),
+        ("c6", "run_shell_command", long_output),  # the last: kept by --keep 1
+    ]
+    records = [user("u1", None, "go")]
+    for call_id, name, display in calls:
+        parent = records[-1]["uuid"]
+        call = {"functionCall": {"id": call_id, "name": name, "args": {}}}
+        answer = {"functionResponse": {"id": call_id, "name": name, "response": {"output": long_output}}}
+        copy = {"callId": call_id, "status": "success", "resultDisplay": display}
+        records += [
+            record("a" + call_id, parent, "assistant", message={"role": "model", "parts": [call]}),
+            record(
+                "r" + call_id,
+                "a" + call_id,
+                "tool_result",
+                message={"role": "user", "parts": [answer]},
+                toolCallResult=copy,
+            ),
+        ]
+    path = tmp_path / "s.jsonl"
+    write_jsonl(path, records)
+    done = run_cli("micro", "--keep", "1", path, text=True)
+    assert done.returncode == 0, done.stderr
+    new = lines_of(path)
+    found = responses(new)
+    assert [found[c][1] for c, _, _ in calls] == [
+        "[Previous: used todo_write]",
+        "[Previous: used todo_write]",
+        "[Previous: used agent]",
+        "[Previous: used edit]",
+        PLACEHOLDER,
+        long_output,
+    ]
+    displays = [new[found[c][0] - 1]["toolCallResult"]["resultDisplay"] for c, _, _ in calls]
+    assert displays == [
+        TODO_DISPLAY,
+        json.dumps(TODO_DISPLAY),
+        {**AGENT_DISPLAY, "result": "[Previous: used agent]"},
+        "[Previous: used edit]",
+        PLACEHOLDER,
+        long_output,
+    ]
+    done = run_cli("micro", "--keep", "1", path, text=True)
+    assert "0 files compacted, 1 unchanged" in done.stderr  # idempotent
+    assert run_cli("validate", path).returncode == 0
+
+
 def test_an_unanswered_call_before_the_next_prompt_is_reported(tmp_path):
     call = {"functionCall": {"id": "c1", "name": "run_shell_command", "args": {}}}
     records = [

@@ -41,6 +41,9 @@ COMPRESSION = "chat_compression"
 ACKNOWLEDGEMENT = "Got it. Thanks for the additional context!"
 # Its bridge when the kept part starts with the model's turn (a call whose answer is kept).
 CONTINUATION = "Continue with the prior task using the context above."
+# The renderings (resultDisplay `type`) Qwen Code reads state back from: a todo_write's, a sub-agent's.
+TODO_LIST = "todo_list"
+TASK_EXECUTION = "task_execution"
 # Fields copied from the last record onto a compression record, in Qwen Code's order (createBaseRecord).
 IDENTITY = ("sessionId", "timestamp", "type", "cwd", "version", "gitBranch")
 
@@ -292,7 +295,7 @@ class QwenCodeDialect(Dialect):
 
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         """The functionResponse's output becomes `content` (`{"output": ...}`, as Qwen Code's tools answer),
-        and the UI's copy of it on the same record (`toolCallResult`) is cleared with it."""
+        and the UI's copy of it on the same record (`toolCallResult`) is cleared with it (cleared_display)."""
         parts, index = _part_places(record)[slot]
         response = parts[index]["functionResponse"]
         text = content if isinstance(content, str) else str(content)
@@ -300,7 +303,7 @@ class QwenCodeDialect(Dialect):
         copy = record.get("toolCallResult")
         if isinstance(copy, dict) and copy.get("callId") == response.get("id"):
             if "resultDisplay" in copy:
-                copy["resultDisplay"] = text
+                copy["resultDisplay"] = cleared_display(copy["resultDisplay"], text)
             if isinstance(copy.get("responseParts"), list):  # older versions keep the parts sent as well
                 copy["responseParts"] = [{"functionResponse": dict(response)}]
 
@@ -412,6 +415,40 @@ class QwenCodeDialect(Dialect):
             "systemPayload": {"info": info, "compressedHistory": history},
         }
         return [record]
+
+
+def cleared_display(display: object, text: str) -> object:
+    """The UI's copy of a cleared output (`toolCallResult.resultDisplay`) as micro leaves it: the placeholder,
+    but for the renderings Qwen Code reads state back from when it replays a session (docs/design.md, "Qwen
+    Code: micro"). A todo_write's list stays (`{"type": "todo_list", "todos": [...]}`, or that as JSON, which
+    Qwen Code reads too): the resumed UI's todo panel and ACP's plan are rebuilt from it. A sub-agent's
+    summary stays (`{"type": "task_execution", ...}`: its status, names and `executionSummary`, the token
+    usage ACP's replay and /export count) but for its `result`, the sub-agent's final text, which is the
+    output cleared and which nothing reads back. Gemini CLI's rule (gemini_cli.clear_display: every object
+    stays) does not fit: Qwen Code's edit diff is an object too, and it reads none back to change a file."""
+    if isinstance(display, dict):
+        kind = display.get("type")
+        if kind == TODO_LIST:
+            return display
+        if kind == TASK_EXECUTION:
+            if isinstance(display.get("result"), str) and display["result"]:
+                display["result"] = text
+            return display
+    elif isinstance(display, str) and TODO_LIST in display and _is_todo_json(display):
+        return display
+    return text
+
+
+def _is_todo_json(display: str) -> bool:
+    """Whether a string rendering is a todo list as JSON (what Qwen Code's extractTodosFromResultDisplay
+    takes for one)."""
+    try:
+        parsed = json.loads(display)
+    except (ValueError, RecursionError):
+        return False
+    return (
+        isinstance(parsed, dict) and parsed.get("type") == TODO_LIST and isinstance(parsed.get("todos"), list)
+    )
 
 
 def kept_history(records: list[dict]) -> list[dict]:

@@ -334,6 +334,21 @@ def tool_results(records: list[dict], dialect: str) -> list[Result]:
     return found
 
 
+def _todo_json(display: object) -> bool:
+    """A todo list written as JSON, which Qwen Code reads back as it does the object."""
+    if not isinstance(display, str):
+        return False
+    try:
+        parsed = json.loads(display)
+    except ValueError:
+        return False
+    return (
+        isinstance(parsed, dict)
+        and parsed.get("type") == "todo_list"
+        and isinstance(parsed.get("todos"), list)
+    )
+
+
 def set_content(record: dict, dialect: str, result: Result, content: object) -> None:
     if dialect == "gemini-cli":
         response = dict(_gemini_responses(record))[result.slot]
@@ -352,7 +367,12 @@ def set_content(record: dict, dialect: str, result: Result, content: object) -> 
         answer.pop("parts", None)
         copy_ = record.get("toolCallResult")
         if isinstance(copy_, dict) and copy_.get("callId") == answer.get("id") and "resultDisplay" in copy_:
-            copy_["resultDisplay"] = content  # the UI's copy of what was cleared
+            display = copy_["resultDisplay"]  # the UI's copy of what was cleared
+            kind = display.get("type") if isinstance(display, dict) else None
+            if kind == "task_execution" and isinstance(display.get("result"), str) and display["result"]:
+                display["result"] = content  # a sub-agent's summary stays, its final text goes
+            elif kind != "task_execution" and kind != "todo_list" and not _todo_json(display):
+                copy_["resultDisplay"] = content
         return
     if dialect == "codex":
         record["payload"]["output"] = content
