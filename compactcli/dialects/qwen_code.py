@@ -128,7 +128,7 @@ class QwenChain:
         # the record before
         self._named: dict[int, int | None] = {}
         self._last: str | None = None
-        self._ordered: tuple[int, list[tuple[int, int]]] | None = None  # (records added, order) once asked
+        self._ordered: tuple[int, list[int] | range] | None = None  # (records added, positions) once asked
 
     def add(self, line: int, offset: int, record: dict) -> str:
         uuid = record.get("uuid")
@@ -152,9 +152,11 @@ class QwenChain:
             return key, NOTHING_SCANNED
         return key, self._dialect.scan(record)
 
-    def _positions(self) -> list[int]:
+    def _positions(self) -> list[int] | range:
         """Positions of the records on the path, in Qwen Code's order."""
         uuids, named = self._uuids, self._named
+        if len(named) <= 1 and len(set(uuids)) == len(uuids):
+            return range(len(uuids))  # each record the child of the one before: the path holds them all
         first: dict[int, int] = {}  # uuid -> position of its first record
         for at, uuid in enumerate(uuids):
             first.setdefault(uuid, at)
@@ -164,24 +166,23 @@ class QwenChain:
             rank[uuid] = len(rank)
             at = first[uuid]
             uuid = named[at] if at in named else uuids[at - 1]
-        if len(rank) == len(uuids) and len(named) == 1:  # each record the child of the one before
-            return list(range(len(uuids)))
         on = [at for at, uuid in enumerate(uuids) if uuid in rank]
         on.sort(key=lambda at: -rank[uuids[at]])  # root first; a uuid's records stay in file order
         return on
 
-    def order(self) -> list[tuple[int, int]]:
+    def _ordered_positions(self) -> list[int] | range:
         count = len(self._uuids)
         if self._ordered is None or self._ordered[0] != count:
-            lines, offsets = self._lines, self._offsets
-            self._ordered = (count, [(lines[at], offsets[at]) for at in self._positions()])
+            self._ordered = (count, self._positions())
         return self._ordered[1]
 
+    def order(self) -> list[tuple[int, int]]:
+        lines, offsets = self._lines, self._offsets
+        return [(lines[at], offsets[at]) for at in self._ordered_positions()]
+
     def in_file_order(self) -> bool:
-        ordered = self.order()
-        return len(ordered) == len(self._uuids) and all(
-            a < b for a, b in zip(ordered, ordered[1:], strict=False)
-        )
+        ordered = self._ordered_positions()
+        return type(ordered) is range or ordered == list(range(len(self._uuids)))
 
 
 class ContentView:
