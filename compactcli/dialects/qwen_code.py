@@ -324,7 +324,7 @@ class QwenCodeDialect(Dialect):
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         """The functionResponse's output becomes `content` (`{"output": ...}`, as Qwen Code's tools answer),
         and the UI's copy of it on the same record (`toolCallResult`) is cleared with it."""
-        parts, index = _part_places(record)[slot]
+        parts, index = _part_place(record, slot)
         response = parts[index]["functionResponse"]
         text = content if isinstance(content, str) else str(content)
         parts_of.clear_response(response, text)
@@ -479,6 +479,17 @@ def _part_places(record: dict) -> list[tuple[list, int]]:
         if isinstance(parts, list):
             places.extend((parts, index) for index, part in enumerate(parts) if isinstance(part, dict))
     return places
+
+
+def _part_place(record: dict, slot: int) -> tuple[list, int]:
+    """`_part_places(record)[slot]`, the common case (a message's first part: most records answer one
+    call) without listing every part."""
+    if slot == 0 and record.get("type") in MESSAGE_TYPES:
+        message = record.get("message")
+        parts = message.get("parts") if type(message) is dict else None
+        if type(parts) is list and parts and type(parts[0]) is dict:
+            return parts, 0
+    return _part_places(record)[slot]
 
 
 QWEN_CODE = QwenCodeDialect()
