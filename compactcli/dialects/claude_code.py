@@ -43,21 +43,61 @@ from compactcli.dialects.base import (
 from compactcli.dialects.foreign import is_qwen_record
 
 MESSAGE_TYPES = ("user", "assistant")
-# Record types Claude Code writes; newer ones (which all carry sessionId) are recognised by that key.
-RECORD_TYPES = {
-    "user",
-    "assistant",
-    "system",
-    "summary",
-    "progress",
-    "file-history-snapshot",
-    "queue-operation",
-    "attachment",
-    "permission-mode",
-    "last-prompt",
-    "custom-title",
-}
+# Record types Claude Code writes. Most carry sessionId, by which a newer type is recognised too; these are
+# the ones that need not (and any of them may come first in a file): the older types, and those of the
+# session writer's table (2.1.332, `appendEntry`) written without it.
+RECORD_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "progress",
+        "file-history-snapshot",
+        "queue-operation",
+        "attachment",
+        "permission-mode",
+        "last-prompt",
+        "custom-title",
+        "file-history-delta",
+        "attribution-snapshot",
+        "memory-mode",
+        "fork-context-ref",
+        "observer-ref",
+        "hybrid-organization",
+    }
+)
 
+# Records of the session's state rather than of a point of its conversation (its title, tag, mode, PR
+# link, agent name...): Claude Code keeps the newest of each when it prunes a session file (2.1.332, the
+# types it marks "repeat", "fields" and "first"), and reads them from anywhere in the file.
+SESSION_STATE = frozenset(
+    {
+        "summary",
+        "custom-title",
+        "ai-title",
+        "tag",
+        "relocated",
+        "agent-name",
+        "agent-color",
+        "agent-setting",
+        "mode",
+        "permission-mode",
+        "session-owner",
+        "isolation-latch",
+        "dev-mods",
+        "atis-latch",
+        "worktree-state",
+        "bridge-session",
+        "tools-used",
+        "derived-from",
+        "repl-mode",
+        "hybrid-organization",
+        "pr-link",
+        "history-suppression",
+        "ended-by-model",
+    }
+)
 
 # Claude Code's file tools: the input key naming the file, and whether the tool writes it.
 FILE_TOOLS = {
@@ -91,6 +131,32 @@ def parent_field(record: dict) -> str:
 
 def is_compact_boundary(record: dict) -> bool:
     return record.get("type") == "system" and record.get("subtype") == "compact_boundary"
+
+
+def discovered_tools(record: dict) -> list[str]:
+    """The deferred tools whose definitions a record makes Claude Code send (its tool search): the
+    `tool_reference` blocks inside a user record's tool results, or the names a compaction boundary
+    carried over from the history it replaced (`compactMetadata.preCompactDiscoveredTools`). Claude Code
+    looks them up in the history it resumes (2.1.332, extractDiscoveredToolNames); a tool no longer
+    named there is no longer offered to the model."""
+    kind = record.get("type")
+    if kind == "system":
+        metadata = record.get("compactMetadata") if is_compact_boundary(record) else None
+        names = metadata.get("preCompactDiscoveredTools") if isinstance(metadata, dict) else None
+        return [name for name in names if isinstance(name, str)] if isinstance(names, list) else []
+    message = record.get("message") if kind == "user" else None
+    content = message.get("content") if type(message) is dict else None
+    if type(content) is not list:
+        return []
+    names = []
+    for block in content:
+        if type(block) is dict and block.get("type") == "tool_result" and type(block.get("content")) is list:
+            for part in block["content"]:
+                if type(part) is dict and part.get("type") == "tool_reference":
+                    name = part.get("tool_name")
+                    if isinstance(name, str):
+                        names.append(name)
+    return names
 
 
 def is_sidechain(record: dict) -> bool:
@@ -270,7 +336,8 @@ class ClaudeCodeDialect(Dialect):
         return message.get("id") if message is not None and record.get("type") == "assistant" else None
 
     def stays_on_top(self, record: dict) -> bool:
-        return record.get("type") == "summary"  # the session's title in the resume list
+        """The session's state (its title in the resume list, its tag, mode, PR link): not summarized."""
+        return record.get("type") in SESSION_STATE
 
     def link(self, record: dict) -> tuple[str | None, str | None]:
         uuid, parent = record.get("uuid"), record.get(parent_field(record))
@@ -284,6 +351,11 @@ class ClaudeCodeDialect(Dialect):
         if field == "parentUuid" or parent is not None:
             record[field] = parent
 
+    def feeds_summary(self, record: dict) -> bool:
+        return bool(discovered_tools(record))
+
+    feeds_beside_edges = True
+
     def summary_records(
         self,
         text: str,
@@ -295,9 +367,10 @@ class ClaudeCodeDialect(Dialect):
     ) -> list[dict]:
         """What Claude Code writes at a compaction: a `system` `compact_boundary` record (`parentUuid`
         null, `logicalParentUuid` the last uuid of `context_records`, `compactMetadata` {trigger:
-        manual, preTokens}) and a user record with `isCompactSummary` whose content is `text`, both
-        with the identity fields of the last of `context_records` that has a sessionId, fresh uuids
-        and timestamps."""
+        manual, preTokens, and `preCompactDiscoveredTools`, sorted, where `context_records` name
+        deferred tools: discovered_tools}) and a user record with `isCompactSummary` whose content is
+        `text`, both with the identity fields of the last of `context_records` that has a sessionId,
+        fresh uuids and timestamps."""
         when = now or datetime.now(UTC)
         import uuid  # only here: a compaction is written (start-up time of every other command)
 
@@ -322,6 +395,9 @@ class ClaudeCodeDialect(Dialect):
             "level": "info",
             "compactMetadata": {"trigger": "manual", "preTokens": pre_tokens or 0},
         }
+        tools = sorted({name for record in context_records for name in discovered_tools(record)})
+        if tools:
+            boundary["compactMetadata"]["preCompactDiscoveredTools"] = tools
         summary = {
             "parentUuid": boundary_uuid,
             **identity,
