@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import invoke
-from helpers.sessions import ClaudeCodeSession
+from helpers.sessions import ClaudeCodeSession, session_with_a_kept_tail
 
 from compactcli.dialects.claude_code import CLAUDE_CODE, discovered_tools
 
@@ -187,3 +187,76 @@ def test_summarize_keeps_the_session_state_above_the_summary(tmp_path: Path) -> 
     assert written[: len(SESSION_STATE)] == SESSION_STATE
     assert written[len(SESSION_STATE)]["subtype"] == "compact_boundary"
     assert other[0] not in written  # a record of the conversation's point in time goes with it
+
+
+def test_a_compaction_that_keeps_the_end_of_the_history_is_read_as_claude_code_loads_it(
+    tmp_path: Path,
+) -> None:
+    records = session_with_a_kept_tail(OUTPUT)
+    assert [r["uuid"] for r in records] == [f"u{n}" for n in range(1, 10)] + ["b1", "s1"] + [
+        f"u{n}" for n in range(11, 15)
+    ]
+    assert records[11]["parentUuid"] == "u9"
+    order = CLAUDE_CODE.new_order()
+    for line, record in enumerate(records, 1):
+        order.add(line, line * 100, record)
+    # The boundary, its summary, the records it kept, then what came after; u1 to u5 are no longer sent.
+    assert [records[line - 1]["uuid"] for line, _ in order.order()] == [
+        "b1",
+        "s1",
+        *(f"u{n}" for n in range(6, 10)),
+        *(f"u{n}" for n in range(11, 15)),
+    ]
+    path = write(tmp_path / "s.jsonl", records)
+    done = invoke("estimate", "--method", "heuristic", "--format", "json", path)
+    assert done.exit_code == 0, done.output
+    stats = json.loads(done.stdout)["stats"]
+    assert stats["messages"] == 1 + 4 + 4  # the summary, the records kept, the last turn
+    assert stats["tool_results"] == 3
+    assert invoke("validate", path).exit_code == 0
+
+
+def test_a_kept_tail_whose_first_record_is_not_in_the_file_is_read_as_written(tmp_path: Path) -> None:
+    records = session_with_a_kept_tail(OUTPUT)
+    records[9]["compactMetadata"]["preservedMessages"]["uuids"][0] = "gone"
+    records[9]["compactMetadata"]["preservedSegment"]["headUuid"] = "gone"
+    order = CLAUDE_CODE.new_order()
+    for line, record in enumerate(records, 1):
+        order.add(line, line * 100, record)
+    uuids = [records[line - 1]["uuid"] for line, _ in order.order()]
+    assert uuids[:9] == [f"u{n}" for n in range(1, 10)] and uuids[-4:] == [f"u{n}" for n in range(11, 15)]
+
+
+def test_estimate_counts_what_an_attachment_renders_and_no_prompt_snapshot(tmp_path: Path) -> None:
+    """Claude Code 2.1.332 writes beside an attachment the messages it sends (`rendered`), and after
+    each request a prompt snapshot (its system prompt and tools, no message): only what is sent counts."""
+    session = ClaudeCodeSession()
+    reminder = "<system-reminder>\nToday's date is 2026-05-04.\n</system-reminder>"
+    listing = {"type": "skill_listing", "content": "- a skill: " + "does many things " * 400, "skillCount": 1}
+    session.add("user", "What is the date?")
+    session.records.append(
+        {
+            "parentUuid": "u1",
+            "sessionId": "s-1",
+            "type": "attachment",
+            "uuid": "a1",
+            "attachment": listing,
+            "rendered": [{"content": [{"type": "text", "text": reminder}]}],
+            "renderedRole": "system",
+        }
+    )
+    session.add("assistant", [{"type": "text", "text": "It is the fourth of May."}], parentUuid="a1")
+    session.records[-1]["message"]["usage"] = {"input_tokens": 4428, "output_tokens": 11}
+    snapshot = {"type": "prompt_snapshot", "systemPrompt": ["You are an agent. " * 3000], "tools": []}
+    session.records.append(
+        {"parentUuid": "u3", "sessionId": "s-1", "type": "attachment", "uuid": "a2", "attachment": snapshot}
+    )
+    path = write(tmp_path / "s.jsonl", session.records)
+    done = invoke("estimate", "--format", "json", path)
+    assert done.exit_code == 0, done.output
+    stats = json.loads(done.stdout)["stats"]
+    assert stats["parts"]["recorded"] == 4428
+    assert stats["parts"]["added"] < 20  # the answer; the snapshot after the last call is no message
+    done = invoke("estimate", "--method", "heuristic", "--format", "json", path)
+    heuristic = json.loads(done.stdout)["stats"]["tokens"]
+    assert heuristic < 200  # the prompt, the reminder rendered (not the listing) and the answer

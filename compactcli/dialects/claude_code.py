@@ -118,6 +118,19 @@ IDENTITY = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch
 
 # Attachment fields that describe it for the UI rather than carry what the model reads.
 _NOT_SENT = {"type", "displayPath", "commandMode", "isInitial", "itemCount", "skillCount"}
+# Attachment types no message is rendered from (2.1.332: the prompt snapshot each request writes, and
+# the types its renderer skips).
+_NEVER_RENDERED = frozenset({"prompt_snapshot", "poll_events", "project_doc_reads", "message_pdf_reads"})
+
+
+def _rendered_texts(part: dict) -> list[str]:
+    """The texts of one message an attachment's `rendered` holds: its content, a string or text blocks."""
+    content = part.get("content")
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    return []
 
 
 def parent_field(record: dict) -> str:
@@ -157,6 +170,25 @@ def discovered_tools(record: dict) -> list[str]:
                     if isinstance(name, str):
                         names.append(name)
     return names
+
+
+def preserved_head(record: dict) -> tuple[str, str] | None:
+    """(the first record it keeps, the record that one now follows) of a compaction boundary that keeps
+    the end of the history it replaces (Claude Code 2.1: `compactMetadata.preservedMessages`, the uuids
+    kept, or `preservedSegment`, head to tail; both name the anchor, the boundary or its summary). The
+    kept records stay where they were written; Claude Code re-links the first to the anchor when it
+    loads the session, and what came before it is no longer sent."""
+    metadata = record.get("compactMetadata") if is_compact_boundary(record) else None
+    if not isinstance(metadata, dict):
+        return None
+    listed, segment = metadata.get("preservedMessages"), metadata.get("preservedSegment")
+    if isinstance(listed, dict) and isinstance(listed.get("uuids"), list) and listed["uuids"]:
+        head, anchor = listed["uuids"][0], listed.get("anchorUuid")
+    elif isinstance(segment, dict):
+        head, anchor = segment.get("headUuid"), segment.get("anchorUuid")
+    else:
+        return None
+    return (head, anchor) if isinstance(head, str) and isinstance(anchor, str) and head != anchor else None
 
 
 def is_sidechain(record: dict) -> bool:
@@ -303,10 +335,21 @@ class ClaudeCodeDialect(Dialect):
         return is_sidechain(record)
 
     def seen_by_model(self, record: dict) -> dict | None:
-        """Attachment records (2.1.9x and later): Claude Code sends their text with the next turn."""
-        if record.get("type") != "attachment" or not isinstance(record.get("attachment"), dict):
+        """Attachment records (2.1.9x and later): Claude Code sends their text with the next turn. Later
+        versions write what is sent beside the attachment (`rendered`: its messages' contents); an
+        attachment written without it is rendered when the session loads, from its fields, except a
+        prompt snapshot (the system prompt and tools of a request: no message) and the types Claude Code
+        never renders."""
+        attachment = record.get("attachment")
+        if record.get("type") != "attachment" or not isinstance(attachment, dict):
             return None
-        texts = list(json_strings({k: v for k, v in record["attachment"].items() if k not in _NOT_SENT}))
+        rendered = record.get("rendered")
+        if isinstance(rendered, list):
+            texts = [text for part in rendered if isinstance(part, dict) for text in _rendered_texts(part)]
+        elif attachment.get("type") in _NEVER_RENDERED:
+            return None
+        else:
+            texts = list(json_strings({k: v for k, v in attachment.items() if k not in _NOT_SENT}))
         return {"role": "user", "content": [{"type": "text", "text": "\n".join(texts)}]} if texts else None
 
     def is_user_words(self, record: dict) -> bool:
@@ -430,6 +473,8 @@ class ChainOrder:
       unless it starts with a prompt the user typed or with an assistant record of another response:
       then it was abandoned (a rewind, a regenerated answer) and stays in the file, outside the
       conversation. A parent that is not in the file (a torn line) is taken to be the record before.
+    - A compaction that keeps the end of the history (preserved_head) is read as Claude Code loads it:
+      the boundary starts the tree and the first record kept follows the anchor (_relink_kept_ends).
     - Records come in file order wherever their parents allow (records written out of order wait for
       their parent); records sharing a message.id (a string; any other id groups nothing) are one
       assistant message: the records written between its first and last part (its tool results) come
@@ -535,7 +580,7 @@ class _Chain:
     Only equality is asked of them, and two distinct ids share a hash with a chance of about n²/2⁶⁵ for
     n records (one in 10¹² for a file of ten thousand records, one in 10⁷ for two million)."""
 
-    __slots__ = ("lines", "offsets", "uuids", "parts", "named", "last", "opened", "_active")
+    __slots__ = ("lines", "offsets", "uuids", "parts", "named", "last", "opened", "_active", "_kept_ends")
 
     def __init__(self) -> None:
         # Machine integers, not int objects: two per record of a long transcript, kept to the end.
@@ -549,6 +594,9 @@ class _Chain:
             None  # the line of the first record seen (each takes `link` until one is placed)
         )
         self._active: tuple[int, list[int] | range] = (-1, range(0))
+        # Compactions that keep the end of the history (preserved_head): (boundary position, hash of
+        # the first record kept, hash of the anchor it is re-linked to).
+        self._kept_ends: list[tuple[int, int, int]] = []
 
     def opened_at(self) -> int:
         return self.opened if self.opened is not None else -1
@@ -569,6 +617,10 @@ class _Chain:
             compaction = is_compact_boundary(record) or get("isCompactSummary") is True
             parent = _BEFORE if compaction or "parentUuid" not in record else None
         self.named[len(self.lines)] = hash(parent) if type(parent) is str else parent
+        if get("type") == "system":
+            kept = preserved_head(record)
+            if kept is not None:
+                self._kept_ends.append((len(self.lines), hash(kept[0]), hash(kept[1])))
         try:
             self.lines.append(line)
         except OverflowError:
@@ -582,6 +634,7 @@ class _Chain:
         """Positions of the records of the active branch, in the order the model saw them."""
         count = len(self.lines)
         if self._active[0] != count:
+            self._relink_kept_ends()
             if _has_repeats(self.uuids):
                 ordered = self._repeats_resolved()
             else:  # only the parents named are looked up: no dict of every uuid
@@ -590,6 +643,19 @@ class _Chain:
                 ordered = self._order({self.uuids[at]: at for at in found})
             self._active = (count, ordered)
         return self._active[1]
+
+    def _relink_kept_ends(self) -> None:
+        """As Claude Code loads a compaction that keeps the end of the history: the boundary starts the
+        tree (it no longer continues the history it replaced), and the first record kept follows the
+        anchor. A compaction whose first record kept is not in the file stays as it was written."""
+        for boundary, head, anchor in self._kept_ends:
+            try:
+                at = self.uuids.index(head)
+            except ValueError:
+                continue
+            if at < boundary:
+                self.named[boundary] = None
+                self.named[at] = anchor
 
     def in_file_order(self) -> bool:
         """Every record is on the active branch, in file order."""
