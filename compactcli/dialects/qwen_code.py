@@ -148,9 +148,10 @@ class QwenChain:
 
     def add_scan(self, line: int, offset: int, record: dict) -> tuple[str, Scan]:
         key = self.add(line, offset, record)
-        if record.get("type") not in MESSAGE_TYPES and not is_compression(record):
-            return key, NOTHING_SCANNED
-        return key, self._dialect.scan(record)
+        kind = record.get("type")
+        if kind in MESSAGE_TYPES or (kind == "system" and record.get("subtype") == COMPRESSION):
+            return key, self._dialect.scan(record)
+        return key, NOTHING_SCANNED  # telemetry, titles, snapshots: no part
 
     def _positions(self) -> list[int] | range:
         """Positions of the records on the path, in Qwen Code's order."""
