@@ -123,6 +123,18 @@ def test_records_sharing_a_uuid_stay_together_in_file_order():
     assert chain_of(records) == ["u1", "a1", "a1", "u2"]
 
 
+def test_a_uuid_written_again_later_keeps_the_place_of_its_first_record():
+    """Its second record names the record before it as parent, as a new child would: only the first
+    record of a uuid names the parent, so the record before (t1, a child of a1) is off the path."""
+    records = [
+        user("u1", None, "q"),
+        model("a1", "u1", "one"),
+        telemetry("t1", "a1"),
+        model("a1", "t1", "two"),
+    ]
+    assert chain_of(records) == ["u1", "a1", "a1"]
+
+
 def test_a_cycle_in_the_links_ends_the_walk():
     records = [user("u1", "u2", "x"), user("u2", "u1", "y")]
     assert chain_of(records) == ["u1", "u2"]

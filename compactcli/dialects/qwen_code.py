@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import copy
 import json
+from array import array
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
+from compactcli.core.columns import narrow, widened
 from compactcli.dialects import gemini_parts as parts_of
 from compactcli.dialects.base import (
     BLOCKS,
     BOUNDARY,
     BYTES_PER_TOKEN,
+    HASHES,
     MAIN,
     NO,
     NOTHING_SCANNED,
@@ -110,56 +113,80 @@ class QwenChain:
     """The records Qwen Code resumes with, in its order (SessionService.reconstructHistory): from the
     file's last record with a uuid up the parentUuid links (the first record of a uuid names the parent),
     then every record of each uuid on that path, in file order. Records off the path (a rewound branch)
-    and records without a uuid are no part of the conversation."""
+    and records without a uuid are no part of the conversation.
+
+    `add` runs for every record of a file, so it only appends to arrays of machine integers: each
+    record's line, offset and the `hash()` of its uuid (docs/design.md, "Memory per record"); a parent
+    is remembered only where it is not the uuid of the record before. The uuids are looked up at the end.
+    """
+
+    __slots__ = ("_dialect", "_lines", "_offsets", "_uuids", "_named", "_last", "_ordered")
 
     def __init__(self, dialect: QwenCodeDialect) -> None:
         self._dialect = dialect
-        self._places: dict[str, list[tuple[int, int]]] = {}  # uuid -> (line, offset) of its records
-        self._parent: dict[str, str | None] = {}  # uuid -> parent its first record names
+        self._lines = narrow()
+        self._offsets = array("q")
+        self._uuids = array(HASHES)
+        # position -> hash of the parent its record names (None: none), where that is not the uuid of
+        # the record before
+        self._named: dict[int, int | None] = {}
         self._last: str | None = None
-        self._count = 0
-        self._ordered: tuple[int, list[tuple[int, int]]] | None = None  # (records added, order) once asked
+        self._ordered: tuple[int, list[int] | range] | None = None  # (records added, positions) once asked
 
     def add(self, line: int, offset: int, record: dict) -> str:
         uuid = record.get("uuid")
-        if isinstance(uuid, str) and uuid:
-            places = self._places.get(uuid)
-            if places is None:
-                places = self._places[uuid] = []
-                parent = record.get("parentUuid")
-                self._parent[uuid] = parent if isinstance(parent, str) and parent else None
-            places.append((line, offset))
+        if type(uuid) is str and uuid:
+            parent = record.get("parentUuid")
+            last = self._last
+            if last is None or parent != last:
+                self._named[len(self._uuids)] = hash(parent) if type(parent) is str and parent else None
+            try:
+                self._lines.append(line)
+            except OverflowError:
+                self._lines = widened(self._lines, line)
+            self._offsets.append(offset)
+            self._uuids.append(hash(uuid))
             self._last = uuid
-            self._count += 1
         return MAIN
 
     def add_scan(self, line: int, offset: int, record: dict) -> tuple[str, Scan]:
         key = self.add(line, offset, record)
-        if record.get("type") not in MESSAGE_TYPES and not is_compression(record):
-            return key, NOTHING_SCANNED
-        return key, self._dialect.scan(record)
+        kind = record.get("type")
+        if kind in MESSAGE_TYPES or (kind == "system" and record.get("subtype") == COMPRESSION):
+            return key, self._dialect.scan(record)
+        return key, NOTHING_SCANNED  # telemetry, titles, snapshots: no part
 
-    def _path(self) -> list[str]:
-        path: list[str] = []
-        seen: set[str] = set()
-        uuid = self._last
-        while uuid is not None and uuid not in seen and uuid in self._places:
-            seen.add(uuid)
-            path.append(uuid)
-            uuid = self._parent[uuid]
-        return path[::-1]
+    def _positions(self) -> list[int] | range:
+        """Positions of the records on the path, in Qwen Code's order."""
+        uuids, named = self._uuids, self._named
+        if len(named) <= 1 and len(set(uuids)) == len(uuids):
+            return range(len(uuids))  # each record the child of the one before: the path holds them all
+        first: dict[int, int] = {}  # uuid -> position of its first record
+        for at, uuid in enumerate(uuids):
+            first.setdefault(uuid, at)
+        rank: dict[int, int] = {}  # uuid on the path -> its place from the leaf
+        uuid = uuids[-1] if uuids else None
+        while uuid is not None and uuid not in rank and uuid in first:
+            rank[uuid] = len(rank)
+            at = first[uuid]
+            uuid = named[at] if at in named else uuids[at - 1]
+        on = [at for at, uuid in enumerate(uuids) if uuid in rank]
+        on.sort(key=lambda at: -rank[uuids[at]])  # root first; a uuid's records stay in file order
+        return on
 
-    def order(self) -> list[tuple[int, int]]:
-        if self._ordered is None or self._ordered[0] != self._count:
-            out: list[tuple[int, int]] = []
-            for uuid in self._path():
-                out.extend(self._places[uuid])
-            self._ordered = (self._count, out)
+    def _ordered_positions(self) -> list[int] | range:
+        count = len(self._uuids)
+        if self._ordered is None or self._ordered[0] != count:
+            self._ordered = (count, self._positions())
         return self._ordered[1]
 
+    def order(self) -> list[tuple[int, int]]:
+        lines, offsets = self._lines, self._offsets
+        return [(lines[at], offsets[at]) for at in self._ordered_positions()]
+
     def in_file_order(self) -> bool:
-        ordered = self.order()
-        return len(ordered) == self._count and all(a < b for a, b in zip(ordered, ordered[1:], strict=False))
+        ordered = self._ordered_positions()
+        return type(ordered) is range or ordered == list(range(len(self._uuids)))
 
 
 class ContentView:
@@ -249,7 +276,9 @@ class QwenCodeDialect(Dialect):
         return parts_of.content_message(message) if message is not None else None
 
     def scan(self, record: dict) -> tuple[list[ToolUse], list[ToolResult]]:
-        """One walk over the parts (micro asks it of every record); slots as `_part_places` numbers them."""
+        """One walk over the parts (micro asks it of every record); slots as `_part_places` numbers them.
+        Ids and names as gemini_parts.given_id and name_of read them, and the common answer (`{"output":
+        text}`, no parts of its own) as response_content reads it, inline: this runs for every record."""
         uses: list[ToolUse] = []
         results: list[ToolResult] = []
         slot = 0
@@ -262,13 +291,21 @@ class QwenCodeDialect(Dialect):
                     continue
                 if "functionCall" in part:
                     call = part["functionCall"]
-                    if type(call) is dict and parts_of.given_id(call):
-                        uses.append(ToolUse(call["id"], parts_of.name_of(call)))
+                    if type(call) is dict:
+                        use_id = call.get("id")
+                        if type(use_id) is str and use_id:
+                            name = call.get("name")
+                            uses.append(ToolUse(use_id, name if type(name) is str and name else "unknown"))
                 elif "functionResponse" in part:
                     answer = part["functionResponse"]
                     if type(answer) is dict:
-                        content_seen = parts_of.response_content(answer)
-                        results.append(ToolResult(parts_of.given_id(answer), slot, content_seen))
+                        body = answer.get("response")
+                        output = body.get("output") if type(body) is dict and len(body) == 1 else None
+                        if type(output) is not str or "parts" in answer:
+                            output = parts_of.response_content(answer)
+                        answer_id = answer.get("id")
+                        answer_id = answer_id if type(answer_id) is str and answer_id else None
+                        results.append(ToolResult(answer_id, slot, output))
                 slot += 1
         return uses, results
 
@@ -296,7 +333,7 @@ class QwenCodeDialect(Dialect):
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         """The functionResponse's output becomes `content` (`{"output": ...}`, as Qwen Code's tools answer),
         and the UI's copy of it on the same record (`toolCallResult`) is cleared with it (cleared_display)."""
-        parts, index = _part_places(record)[slot]
+        parts, index = _part_place(record, slot)
         response = parts[index]["functionResponse"]
         text = content if isinstance(content, str) else str(content)
         parts_of.clear_response(response, text)
@@ -495,6 +532,17 @@ def _part_places(record: dict) -> list[tuple[list, int]]:
         if isinstance(parts, list):
             places.extend((parts, index) for index, part in enumerate(parts) if isinstance(part, dict))
     return places
+
+
+def _part_place(record: dict, slot: int) -> tuple[list, int]:
+    """`_part_places(record)[slot]`, the common case (a message's first part: most records answer one
+    call) without listing every part."""
+    if slot == 0 and record.get("type") in MESSAGE_TYPES:
+        message = record.get("message")
+        parts = message.get("parts") if type(message) is dict else None
+        if type(parts) is list and parts and type(parts[0]) is dict:
+            return parts, 0
+    return _part_places(record)[slot]
 
 
 QWEN_CODE = QwenCodeDialect()

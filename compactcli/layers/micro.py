@@ -358,11 +358,20 @@ class MicroIndex:
             facts = self.results[conversation] = Facts()
         added: list[ResultFact] = []
         names = self.tool_names
+        head, tail = self._head, self._tail
         for result in results:
             content = result.content
             is_text = isinstance(content, str)
-            short = content if is_text and self._may_be_placeholder(content) else None
-            chars = len(content) if is_text else content_chars(content)
+            if is_text:
+                chars = len(content)
+                # _may_be_placeholder, inline: it runs for every result
+                short = (
+                    content
+                    if chars <= _REMEMBER_TEXT_UP_TO and content.startswith(head) and content.endswith(tail)
+                    else None
+                )
+            else:
+                chars, short = content_chars(content), None
             use_id = result.tool_use_id
             name = None
             if keep_ids:

@@ -20,6 +20,7 @@ import orjson
 
 from compactcli.core.columns import narrow, widened
 from compactcli.dialects import Dialect
+from compactcli.dialects.base import NOTHING_SCANNED
 from compactcli.layers.micro import (
     COPY_SLOT,
     DROP_SLOT,
@@ -214,6 +215,7 @@ def analyze(
         strategies = StrategyIndex(dialect, options)
     counter = estimator(dialect) if (estimator and options.trigger_tokens) else None
     order = dialect.new_order()  # Claude Code: the parentUuid chain decides which results are the last
+    no_copies = not dialect.has_result_copies
     edit = MicroEdit(path, dialect, {}, on_invalid, {}, spool=tempfile.TemporaryFile())
     spool = edit.spool
     lines = 0
@@ -239,6 +241,8 @@ def analyze(
             if strategies is not None:  # before `apply` below changes the record
                 strategies.add(number, record)
                 edit.spans.add(number, start, len(raw))
+            if scanned is NOTHING_SCANNED and no_copies:
+                continue  # no tool use, no result, no copy of one: nothing for the index
             candidates = []
             copies = index.copy_count
             facts = index.add(number, record, conversation, scanned)
