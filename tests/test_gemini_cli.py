@@ -315,3 +315,19 @@ def test_replay_output_starts_with_the_header_gemini_cli_finds_the_session_by(tm
     run = run_cli("validate", "--json", out, text=True)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["stats"]["dialect"] == "gemini-cli"
+
+
+def test_micro_changes_no_byte_of_a_spaced_line_but_the_cleared_outputs(tmp_path):
+    # Written as Python's json.dumps writes lines, but for escapes it would not write (`\/`, `\u00E9`): they
+    # stay where a value is cleared, so the line is not written anew; the output and its rendering are
+    # replaced where they stood.
+    records = [HEADER, user("u", "go"), *[gemini(f"g{n}", "", [call(f"c{n}")]) for n in range(4)]]
+    lines = [json.dumps(r) for r in records]
+    lines[2] = lines[2].replace('"content": ""', '"content": "caf\\u00E9 a\\/b"')
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    run = run_cli("micro", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    expected = lines[2].replace(f'"{BIG}"', '"[Previous: used run_shell_command]"')
+    assert expected.count("[Previous: used run_shell_command]") == 2
+    assert path.read_text(encoding="utf-8").splitlines() == [*lines[:2], expected, *lines[3:]]

@@ -198,6 +198,13 @@ def clear_display(call: dict, content: object) -> None:
         call["resultDisplay"] = content
 
 
+def _response_edits(response: dict, text: str) -> list[tuple[str, object, object]] | None:
+    """gp.clear_response's change as a value replaced, where it is one (the response has no parts)."""
+    if "response" not in response or "parts" in response:
+        return None
+    return [("response", response["response"], {"output": text})]
+
+
 class UpsertOrder:
     """The records of the history Gemini CLI loads, in its order: each message id where it first stood
     (since the last checkpoint or rewind), read at its last version. Fed to micro (`add_scan`), every
@@ -335,6 +342,27 @@ class GeminiCliDialect(Dialect):
         for _, response in gp.responses(gp.part_list(result)):
             gp.clear_response(response, str(content))
             return
+
+    def result_edits(self, record: dict, slot: int, content: str) -> list[tuple[str, object, object]] | None:
+        # set_result_content's changes, where it only replaces values (not in a checkpoint, rare).
+        if slot >> SLOT_BITS or checkpoint(record) is not None:
+            return None
+        if record.get("type") == "user":
+            parts = gp.part_list(record.get("content"))
+            return _response_edits(parts[slot]["functionResponse"], content)
+        call = tool_calls(record)[slot]
+        edits: list[tuple[str, object, object]] = []
+        display = call.get("resultDisplay")
+        if (isinstance(display, str) and display) or isinstance(display, list):
+            edits.append(("resultDisplay", display, content))
+        result = call.get("result")
+        if isinstance(result, str):
+            edits.append(("result", result, content))
+            return edits
+        for _, response in gp.responses(gp.part_list(result)):
+            found = _response_edits(response, content)
+            return None if found is None else edits + found
+        return edits
 
     def compaction(self, record: dict) -> str | None:
         return BOUNDARY if checkpoint(record) is not None else None
