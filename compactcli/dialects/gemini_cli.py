@@ -150,10 +150,11 @@ def normalize_message(record: dict) -> dict | None:
     return {"role": "assistant", "content": blocks} if blocks else None
 
 
-def _results(record: dict, base: int = 0) -> list[ToolResult]:
+def _results(record: dict, base: int = 0, calls: list[dict] | None = None) -> list[ToolResult]:
     """The calls' outputs a message record holds: in a gemini record's toolCalls (slot: the call's
     index), in a user record's functionResponse parts (slot: the part's index; Gemini CLI 0.61 records
-    the responses it sends as a user record of their own too)."""
+    the responses it sends as a user record of their own too). `calls`: its tool_calls, where the caller
+    has them."""
     if record.get("type") == "user":
         parts = gp.part_list(record.get("content"))
         return [
@@ -161,7 +162,7 @@ def _results(record: dict, base: int = 0) -> list[ToolResult]:
             for index, response in gp.responses(parts)
         ]
     found = []
-    for index, call in enumerate(tool_calls(record)):
+    for index, call in enumerate(tool_calls(record) if calls is None else calls):
         for _, response in gp.responses(result_parts(call)):
             found.append(
                 ToolResult(
@@ -220,10 +221,11 @@ class UpsertOrder:
 
     def add(self, line: int, offset: int, record: dict) -> str:
         self._lines.append(line)
-        if is_header(record):
-            self._header = self._header or [(line, offset)]
-        elif is_message(record):
+        # A message first, the most of the records (a header has no id: never both).
+        if is_message(record):
             self._slots.setdefault(record["id"], []).append((line, offset))
+        elif is_header(record):
+            self._header = self._header or [(line, offset)]
         elif checkpoint(record) is not None:
             self._slots = {f"{SET}:{line}": [(line, offset)]}
         elif isinstance(record.get(REWIND), str):
@@ -296,6 +298,8 @@ class GeminiCliDialect(Dialect):
             return list(self.tool_uses(record)), self.tool_results(record)
         kind = record.get("type")
         content = record.get("content")
+        if content is None and kind != "gemini":  # a patch, a header: no call, no result
+            return [], []
         parts = gp.part_list(content) if content is not None else []
         uses = [ToolUse(call["id"], gp.name_of(call)) for _, call in gp.calls(parts) if gp.given_id(call)]
         if kind == "user":
@@ -312,7 +316,7 @@ class GeminiCliDialect(Dialect):
             for call in calls
             if isinstance(call.get("id"), str)
         ]
-        return own + uses, _results(record)
+        return own + uses, _results(record, calls=calls)
 
     def result_count(self, record: dict) -> int:
         messages = checkpoint(record)

@@ -237,7 +237,8 @@ def analyze(
     order = dialect.new_order()  # Claude Code: the parentUuid chain decides which results are the last
     edit = MicroEdit(path, dialect, {}, on_invalid, {}, spool=tempfile.TemporaryFile())
     spool = edit.spool
-    lines = 0
+    lines = spooled = 0  # spooled: the spool's size
+    copies_possible = dialect.has_result_copies
     offset = source.tell()
     try:
         for number, raw in enumerate(source, 1):
@@ -260,6 +261,8 @@ def analyze(
             if strategies is not None:  # before `apply` below changes the record
                 strategies.add(number, record)
                 edit.spans.add(number, start, len(raw))
+            if scanned is not None and not (scanned[0] or scanned[1] or copies_possible):
+                continue  # no tool use, no result, no copy: nothing the index would remember
             candidates = []
             copies = index.copy_count
             facts = index.add(number, record, conversation, scanned)
@@ -277,8 +280,9 @@ def analyze(
                 data = changed_line(dialect, Line(number, raw, record, slow), candidates)
                 if len(candidates) == 1:  # the common case: one list for all alike
                     candidates = single_change(*candidates[0])
-                edit.spooled.put(number, spool.tell(), len(data), candidates)
+                edit.spooled.put(number, spooled, len(data), candidates)
                 spool.write(data)
+                spooled += len(data)
     except BaseException:
         edit.close()
         raise
