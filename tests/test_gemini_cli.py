@@ -456,3 +456,19 @@ def test_a_summary_built_on_an_earlier_state_snapshot_is_one_and_says_so(tmp_pat
     assert "(Compaction 2: this summary builds on the one before it.)" in snapshot
     users = snapshot[snapshot.index("## The user's own messages") :]
     assert "<state_snapshot>" not in users and "now add a test for the CSV header" in users
+
+
+def test_micro_changes_no_byte_of_a_spaced_line_but_the_cleared_outputs(tmp_path):
+    # Written as Python's json.dumps writes lines, but for escapes it would not write (`\/`, `\u00E9`): they
+    # stay where a value is cleared, so the line is not written anew; the output and its rendering are
+    # replaced where they stood.
+    records = [HEADER, user("u", "go"), *[gemini(f"g{n}", "", [call(f"c{n}")]) for n in range(4)]]
+    lines = [json.dumps(r) for r in records]
+    lines[2] = lines[2].replace('"content": ""', '"content": "caf\\u00E9 a\\/b"')
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    run = run_cli("micro", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    expected = lines[2].replace(f'"{BIG}"', '"[Previous: used run_shell_command]"')
+    assert expected.count("[Previous: used run_shell_command]") == 2
+    assert path.read_text(encoding="utf-8").splitlines() == [*lines[:2], expected, *lines[3:]]

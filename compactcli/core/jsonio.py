@@ -114,7 +114,7 @@ def loads_object(raw: bytes) -> tuple[dict, bool]:
     return value, slow
 
 
-def _is_spaced(raw: bytes) -> bool:
+def is_spaced(raw: bytes) -> bool:
     """Whether the line uses json.dumps' default ": " separator, judged by its first key."""
     head = raw[:256].lstrip()
     if not head.startswith(b'{"'):
@@ -137,7 +137,7 @@ def dumps_like(value: Any, raw: bytes, needed_stdlib: bool = False) -> bytes:
     literals), no newline."""
     if raw.startswith(BOM):
         return BOM + dumps_like(value, raw[len(BOM) :], needed_stdlib)
-    spaced = _is_spaced(raw)
+    spaced = is_spaced(raw)
     out = None if needed_stdlib or spaced else orjson.dumps(value)
     numbers = needed_stdlib
     # The new line (short: a result was cleared) is scanned first; the original only if it has a float.
@@ -216,3 +216,103 @@ def json_strings(value: object) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from json_strings(item)
+
+
+# A value as a line of each style writes it: (spaced, ASCII-only line) -> encoder. orjson where the line
+# is compact and holds non-ASCII text (what dumps_like writes there), else the stdlib's (which escapes
+# DEL where orjson does not: such a value is not found in a line orjson wrote, and the line is re-serialized).
+_VALUE_ENCODERS = {
+    (False, False): orjson.dumps,
+    (False, True): lambda value: _ENCODERS[(",", ":"), True].encode(value).encode(),
+    (True, False): lambda value: _ENCODERS[(", ", ": "), False].encode(value).encode("utf-8"),
+    (True, True): lambda value: _ENCODERS[(", ", ": "), True].encode(value).encode(),
+}
+
+
+_KEY_STARTS = b"{, "  # the byte before a key's opening quote: `{`, `,` or the space of `, `
+# A long string is looked for by its first characters and checked by its last ones where it ends (its
+# closing quote): the whole of it is neither encoded again nor searched for.
+_AFFIX = 24
+
+
+def _string_end(raw: bytes, start: int) -> int:
+    """Where the JSON string that starts at `start` (its opening quote) ends, after its closing quote:
+    the first quote not escaped (preceded by an even number of backslashes); -1 if none."""
+    end = start
+    while True:
+        end = raw.find(b'"', end + 1)
+        if end < 0:
+            return -1
+        back = end - 1
+        while raw[back] == 0x5C:  # a backslash
+            back -= 1
+        if (end - 1 - back) % 2 == 0:
+            return end + 1
+
+
+def _found_once(raw: bytes, head: bytes, value: bytes) -> int:
+    """Where `head` (a key and its separator) followed by `value`'s bytes is in `raw`, starting a key, if
+    there and nowhere else; else -1."""
+    needle = head + value
+    at = raw.find(needle)
+    if at < 1 or raw[at - 1] not in _KEY_STARTS or raw.find(needle, at + 1) != -1:
+        return -1
+    return at
+
+
+def _span(raw: bytes, key: str, old: object, encode, separator: bytes) -> tuple[int, int] | None:
+    """Where the value `old` of `key` is in `raw` (start, end), as the line's style writes it."""
+    head = orjson.dumps(key) + separator
+    if type(old) is dict and len(old) == 1:  # {"output": text}, a tool's answer
+        ((inner, text),) = old.items()
+        opening, closing = b"{" + orjson.dumps(inner) + separator, b"}"
+    else:
+        text, opening, closing = old, b"", b""
+    if type(text) is not str or len(text) <= 2 * _AFFIX:
+        value = encode(old)
+        at = _found_once(raw, head, value)
+        return None if at < 0 else (at + len(head), at + len(head) + len(value))
+    first, last = opening + encode(text[:_AFFIX])[:-1], encode(text[-_AFFIX:])[1:]
+    at = _found_once(raw, head, first)
+    if at < 0:
+        return None
+    start = at + len(head) + len(opening)  # the string's opening quote
+    end = _string_end(raw, start)
+    # The string's bytes: its first and last characters as written, and at least a byte a character.
+    if end < 0 or raw[end - len(last) : end] != last or end - start < len(text) + 2:
+        return None
+    if not raw.startswith(closing, end):
+        return None
+    return at + len(head), end + len(closing)
+
+
+def splice(raw: bytes, edits: list[tuple[str, object, object]]) -> bytes | None:
+    """`raw` with the value of each (key, old, new) of `edits` replaced by `new`, the rest of the line's
+    bytes kept as they are; None where that cannot be done with certainty, so that the caller
+    re-serializes the record (dumps_like). Each `"key": old` must be found written as the line's style
+    writes it (separators, escapes) once, where a key starts, and no two may overlap: a JSON string holds
+    a quote only escaped, so the bytes found are that key and its whole value."""
+    if raw.startswith(BOM) or not edits:
+        return None
+    spaced = is_spaced(raw)
+    encode = _VALUE_ENCODERS[spaced, raw.isascii()]
+    separator = b": " if spaced else b":"
+    spans = []
+    try:
+        for key, old, new in edits:
+            span = _span(raw, key, old, encode, separator)
+            if span is None:
+                return None
+            spans.append((*span, encode(new)))
+    except (TypeError, ValueError):  # a value orjson cannot write (an int beyond 64 bits): not here
+        return None
+    spans.sort()
+    pieces = []
+    position = 0
+    for start, end, value in spans:
+        if start < position:
+            return None
+        pieces += (raw[position:start], value)
+        position = end
+    pieces.append(raw[position:])
+    return b"".join(pieces)

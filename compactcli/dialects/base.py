@@ -150,6 +150,12 @@ class Dialect:
         """Replace one tool result's content in place (or, on a record of result_copies, the copy)."""
         raise NotImplementedError
 
+    def result_edits(self, record: dict, slot: int, content: str) -> list[tuple[str, object, object]] | None:
+        """What set_result_content(record, slot, content) changes, as (key, old value, new value) of
+        the objects it replaces values in, for jsonio.splice to make the change in the line's bytes;
+        None where it does more (adds or removes keys) or the dialect does not say."""
+        return None
+
     has_result_copies = False  # whether result_copies can find any (micro asks only then)
 
     def result_copies(self, record: dict) -> list[str]:

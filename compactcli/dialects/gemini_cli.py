@@ -23,6 +23,7 @@ from compactcli.dialects.base import (
     FITS,
     MAIN,
     NO,
+    NOTHING_SCANNED,
     PROVES,
     Dialect,
     FileAccess,
@@ -235,6 +236,13 @@ def clear_display(call: dict, content: object) -> None:
         call["resultDisplay"] = content
 
 
+def _response_edits(response: dict, text: str) -> list[tuple[str, object, object]] | None:
+    """gp.clear_response's change as a value replaced, where it is one (the response has no parts)."""
+    if "response" not in response or "parts" in response:
+        return None
+    return [("response", response["response"], {"output": text})]
+
+
 def display_left(call: dict) -> bool:
     """Whether a call's rendering still differs from its output where clear_display would make them
     one (an earlier version cleared `result` alone)."""
@@ -278,10 +286,11 @@ class UpsertOrder:
 
     def add(self, line: int, offset: int, record: dict) -> str:
         self._lines.append(line)
-        if is_header(record):
-            self._header = self._header or [(line, offset)]
-        elif is_message(record):
+        # A message first, the most of the records (a header has no id: never both).
+        if is_message(record):
             self._slots.setdefault(record["id"], []).append((line, offset))
+        elif is_header(record):
+            self._header = self._header or [(line, offset)]
         elif checkpoint(record) is not None:
             self._slots = {f"{SET}:{line}": [(line, offset)]}
         elif isinstance(record.get(REWIND), str):
@@ -354,6 +363,8 @@ class GeminiCliDialect(Dialect):
             return list(self.tool_uses(record)), self.tool_results(record)
         kind = record.get("type")
         content = record.get("content")
+        if content is None and kind != "gemini":  # a patch, a header: no call, no result
+            return NOTHING_SCANNED
         parts = gp.part_list(content) if content is not None else []
         uses = [ToolUse(call["id"], gp.name_of(call)) for _, call in gp.calls(parts) if gp.given_id(call)]
         if kind == "user":
@@ -406,6 +417,27 @@ class GeminiCliDialect(Dialect):
         calls = tool_calls(holder)
         index = slot & ((1 << SLOT_BITS) - 1)
         return index < len(calls) and display_left(calls[index])
+
+    def result_edits(self, record: dict, slot: int, content: str) -> list[tuple[str, object, object]] | None:
+        # set_result_content's changes, where it only replaces values: not in a checkpoint (rare), not
+        # where media beside the response go too.
+        if slot >> SLOT_BITS or checkpoint(record) is not None:
+            return None
+        if record.get("type") == "user":
+            response, media = answers(gp.part_list(record.get("content")))[slot]
+            return None if media else _response_edits(response, content)
+        call, _, response, media = _call_answers(record)[slot]
+        if media:
+            return None
+        edits: list[tuple[str, object, object]] = []
+        display = call.get("resultDisplay")
+        if gp.given_id(response) in (None, call.get("id")) and _clears_display(display):
+            edits.append(("resultDisplay", display, content))
+        result = call.get("result")
+        if isinstance(result, str):
+            return [*edits, ("result", result, content)]
+        found = _response_edits(response, content)
+        return None if found is None else edits + found
 
     def compaction(self, record: dict) -> str | None:
         return BOUNDARY if checkpoint(record) is not None else None

@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 import orjson
 
+from compactcli.core import jsonio
 from compactcli.core.columns import narrow, widened
 from compactcli.dialects import Dialect
 from compactcli.dialects.base import NOTHING_SCANNED
@@ -135,9 +136,7 @@ class MicroEdit:
         line = parse_line(source.read(length), self.path, number, self.on_invalid)
         if line.record is None:
             return offset, length, line.raw
-        if not apply(self.dialect, line.record, todo):
-            return offset, length, b""  # dropped
-        return offset, length, dump_line(line)
+        return offset, length, changed_line(self.dialect, line, todo)
 
     def write(self, source: BinaryIO, out: BinaryIO) -> None:
         # Unchanged stretches are copied in large chunks rather than line by line.
@@ -175,6 +174,30 @@ class MicroEdit:
             yield "-" + diff_line(source.read(length))
             if new:
                 yield "+" + diff_line(new)
+
+
+def changed_line(dialect: Dialect, line: Line, changes: list) -> bytes:
+    """The line with the changes made (b"" where it is dropped): the placeholders spliced into its bytes
+    where the dialect says which values they replace (Dialect.result_edits, jsonio.splice), else its
+    record changed and re-serialized like the line (docs/design.md, "Lossless"). Spliced only where the
+    line is spaced: the stdlib writes those, slower than the values are found, where orjson writes a
+    compact record anew in about the time it takes to find them."""
+    if not line.slow and jsonio.is_spaced(line.raw):
+        edits: list | None = []
+        for slot, value in changes:
+            found = (
+                dialect.result_edits(line.record, slot, value) if slot >= -1 and type(value) is str else None
+            )
+            if found is None:
+                edits = None
+                break
+            edits += found
+        spliced = jsonio.splice(line.raw, edits) if edits else None
+        if spliced is not None:
+            return spliced
+    if not apply(dialect, line.record, changes):
+        return b""
+    return dump_line(line)
 
 
 _STRATEGY_CHANGES = {
@@ -218,7 +241,7 @@ def analyze(
     no_copies = not dialect.has_result_copies
     edit = MicroEdit(path, dialect, {}, on_invalid, {}, spool=tempfile.TemporaryFile())
     spool = edit.spool
-    lines = 0
+    lines = spooled = 0  # spooled: the spool's size
     offset = source.tell()
     try:
         for number, raw in enumerate(source, 1):
@@ -258,13 +281,13 @@ def analyze(
                         placeholder = options.reclear_for(fact, name)
                     if placeholder is not None:
                         candidates.append((fact.slot, placeholder))
-            if candidates:
-                apply(dialect, record, candidates)  # the record is not needed any more
-                data = dump_line(Line(number, raw, record, slow))
+            if candidates:  # the record is not needed any more: changed in place if need be
+                data = changed_line(dialect, Line(number, raw, record, slow), candidates)
                 if len(candidates) == 1:  # the common case: one list for all alike
                     candidates = single_change(*candidates[0])
-                edit.spooled.put(number, spool.tell(), len(data), candidates)
+                edit.spooled.put(number, spooled, len(data), candidates)
                 spool.write(data)
+                spooled += len(data)
     except BaseException:
         edit.close()
         raise
