@@ -314,7 +314,8 @@ def test_scan_and_result_count_say_what_tool_uses_and_tool_results_say():
     ]
     records = [json.loads(line) for line in SAMPLE.read_text().splitlines()] + odd
     for record in records:
-        assert GEMINI_CLI.scan(record) == (
+        uses, results = GEMINI_CLI.scan(record)  # sequences: NOTHING_SCANNED's are tuples
+        assert (list(uses), list(results)) == (
             list(GEMINI_CLI.tool_uses(record)),
             GEMINI_CLI.tool_results(record),
         )
