@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from itertools import count
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compactcli import dialects
 from compactcli.dialects import CLAUDE_CODE
@@ -121,6 +123,76 @@ def test_no_kept_result_ever_lacks_its_call(keep: int) -> None:
     }
     assert not uses_before & kept_answers
     assert cut <= max(0, len(messages) - keep) if keep else cut == len(messages)
+
+
+def _cut_holds(messages: list[dict], cut: int) -> bool:
+    """The definition choose_cut follows, checked message by message: no result kept from `cut` on
+    answers a use before it (a result answers the latest use of its id before it), and `cut` is not
+    between two assistant messages."""
+    total = len(messages)
+    if 0 < cut < total and messages[cut]["role"] == messages[cut - 1]["role"] == "assistant":
+        return False
+    for at in range(cut, total):
+        for block in messages[at]["content"] if isinstance(messages[at]["content"], list) else []:
+            if block.get("type") != "tool_result":
+                continue
+            uses = [
+                before
+                for before in range(at)
+                for b in messages[before]["content"]
+                if isinstance(messages[before]["content"], list)
+                and b.get("type") == "tool_use"
+                and b.get("id") == block["tool_use_id"]
+            ]
+            if uses and uses[-1] < cut:
+                return False
+    return True
+
+
+_MESSAGES = st.lists(
+    st.one_of(
+        st.just(user("u")),
+        st.just(assistant("a")),
+        st.lists(st.sampled_from("abcd"), min_size=1, max_size=2).map(lambda ids: call(*ids)),
+        st.lists(st.sampled_from("abcde"), min_size=1, max_size=2).map(lambda ids: result(*ids)),
+    ),
+    max_size=14,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_MESSAGES, st.integers(min_value=0, max_value=16))
+def test_the_cut_is_the_latest_that_holds(messages: list[dict], keep: int) -> None:
+    # Repeated ids, results with no call, calls with no result, turns of several assistant messages.
+    start = len(messages) if keep == 0 else max(0, len(messages) - keep)
+    expected = next(cut for cut in range(start, -1, -1) if _cut_holds(messages, cut))
+    assert layer.choose_cut(messages, keep) == expected
+
+
+class _Counted(list):
+    """Messages that note which of them are read."""
+
+    def __init__(self, messages: list[dict]) -> None:
+        super().__init__(messages)
+        self.read: set[int] = set()
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        self.read.add(index if index >= 0 else index + len(self))
+        return super().__getitem__(index)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return (self[at] for at in range(len(self)))
+
+
+def test_the_cut_reads_only_what_it_needs() -> None:
+    # A long conversation, each call answered by the next message: everything summarized reads no
+    # message, keeping the last three reads back only to the call the first kept result answers (and
+    # the message before it, to see that no assistant turn is split).
+    messages = _Counted([user("task")] + [m for n in range(1000) for m in (call(f"t{n}"), result(f"t{n}"))])
+    assert layer.choose_cut(messages, 0) == len(messages)
+    assert not messages.read
+    assert layer.choose_cut(messages, 3) == len(messages) - 4
+    assert messages.read == set(range(len(messages) - 5, len(messages)))
 
 
 def test_nothing_to_summarize() -> None:

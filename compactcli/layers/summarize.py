@@ -30,6 +30,9 @@ SUMMARY_PREFIX = "[Conversation compressed. Transcript: "
 CLAUDE_CODE_SUMMARY_PREFIX = "This session is being continued from a previous conversation"
 # What pi sends a compaction's summary as (its messages.ts, COMPACTION_SUMMARY_PREFIX).
 PI_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:"
+# What Gemini CLI's and Qwen Code's compressions have the model write the summary in (their compression
+# prompts), sent as the user's turn: summarize writes a Gemini CLI summary in it too.
+SNAPSHOT_SUMMARY_PREFIX = "<state_snapshot>"
 
 # Rendering limits (characters) for the model's copy of the transcript. A tool result or a file
 # written through a tool input is reference material; its head and tail carry what a summary needs.
@@ -241,11 +244,14 @@ def pin_closure(messages: Sequence[dict], pinned: set[int]) -> set[int]:
 
 
 def is_summary_message(message: dict) -> bool:
-    """Whether a normalized message is a compaction summary (ours, Claude Code's or pi's)."""
+    """Whether a normalized message is a compaction summary (ours, Claude Code's, pi's, Gemini CLI's or Qwen
+    Code's)."""
     if message.get("role") != "user":
         return False
     text = message_text(message).lstrip()
-    return text.startswith((SUMMARY_PREFIX, CLAUDE_CODE_SUMMARY_PREFIX, PI_SUMMARY_PREFIX))
+    return text.startswith(
+        (SUMMARY_PREFIX, CLAUDE_CODE_SUMMARY_PREFIX, PI_SUMMARY_PREFIX, SNAPSHOT_SUMMARY_PREFIX)
+    )
 
 
 # --------------------------------------------------------------------------- where to cut
@@ -259,47 +265,51 @@ def _blocks(message: dict) -> list:
 def choose_cut(messages: Sequence[dict], keep_last: int) -> int:
     """Index of the first message kept: ``messages[:cut]`` are summarized, ``messages[cut:]`` stay.
 
-    Starts at ``len(messages) - keep_last`` (everything when ``keep_last`` is 0) and moves earlier
-    until no kept tool_result answers a tool_use before the cut, and the cut does not fall inside
-    an assistant turn (consecutive assistant messages are one API response, e.g. Claude Code's split
-    records). Only roles and tool ids are read, so skeleton messages are enough.
+    The latest cut at or before ``len(messages) - keep_last`` (everything is summarized when
+    ``keep_last`` is 0) where no kept tool_result answers a tool_use before the cut and the cut does not
+    fall inside an assistant turn (consecutive assistant messages are one API response, e.g. Claude
+    Code's split records). A result answers the latest use of its id before it (ids may repeat in a file
+    that was copied into itself). Only roles and tool ids are read, so skeleton messages are enough.
+
+    Read from the end, each message once, and only as far back as the cut needs: the results whose
+    use is not met yet are all that is held (docs/design.md, "Memory per record").
     """
     total = len(messages)
-    cut = total if keep_last <= 0 else max(0, total - keep_last)
-    # For each message, the earliest tool_use its results answer: the latest use of that id before
-    # it (ids may repeat in a file that was copied into itself; a result answers the nearest call).
-    last_use: dict[str, int] = {}
-    needs: list[int | None] = []
-    for index, message in enumerate(messages):
-        earliest = None
-        for block in _blocks(message):
-            if not isinstance(block, dict):
+    cut = _outside_turn(messages, total if keep_last <= 0 else max(0, total - keep_last))
+    # Results read whose use has not been met: id -> the latest such result's index. `above` counts
+    # those at or after the cut: the cut holds once every message from it on is read and none is left.
+    waiting: dict[str, int] = {}
+    above = 0
+    index = total - 1
+    while index >= 0 and (above or index >= cut):
+        blocks = [block for block in _blocks(messages[index]) if isinstance(block, dict)]
+        for block in blocks:
+            if block.get("type") != "tool_use" or not isinstance(block.get("id"), str):
                 continue
+            answered = waiting.pop(block["id"], None)
+            if answered is None or answered < cut:
+                continue
+            if index >= cut:  # the use is kept with its result
+                above -= 1
+            else:  # a kept result answers a use before the cut: the cut moves before the use
+                cut = _outside_turn(messages, index)
+                above = sum(1 for at in waiting.values() if at >= cut)
+        for block in blocks:
             if block.get("type") == "tool_result":
-                answered = last_use.get(block.get("tool_use_id"))  # type: ignore[arg-type]
-                if answered is not None and (earliest is None or answered < earliest):
-                    earliest = answered
-        needs.append(earliest)
-        for block in _blocks(message):
-            if (
-                isinstance(block, dict)
-                and block.get("type") == "tool_use"
-                and isinstance(block.get("id"), str)
-            ):
-                last_use[block["id"]] = index
-    scanned_from = total  # messages[scanned_from:] have had their results looked at
-    while True:
-        moved = cut
-        for index in range(cut, scanned_from):
-            answered = needs[index]
-            if answered is not None and answered < moved:
-                moved = answered
-        scanned_from = cut
-        while 0 < moved < total and _role(messages[moved]) == _role(messages[moved - 1]) == "assistant":
-            moved -= 1
-        if moved == cut:
-            return cut
-        cut = moved
+                tool_id = block.get("tool_use_id")
+                if isinstance(tool_id, str) and tool_id not in waiting:
+                    waiting[tool_id] = index
+                    above += index >= cut
+        index -= 1
+    return cut
+
+
+def _outside_turn(messages: Sequence[dict], cut: int) -> int:
+    """`cut`, or moved earlier to the start of the assistant turn it falls inside."""
+    total = len(messages)
+    while 0 < cut < total and _role(messages[cut]) == _role(messages[cut - 1]) == "assistant":
+        cut -= 1
+    return cut
 
 
 def _role(message: dict) -> str | None:
