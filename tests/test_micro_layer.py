@@ -330,25 +330,30 @@ def test_names_stay_exact_once_old_ids_leave_the_dict_of_names():
     # at the end of the read (docs/design.md, "Memory per record"): a result read long after its use,
     # one read before a use that then moves and an id no use has are named as with every id at hand,
     # and a second run changes nothing.
+    # An id of another form stays where it is.
     far, early, orphan = (claude_id(10**6 + n) for n in range(3))
+    other = "call_other"
     records = [
         tool_result(early),
         tool_use(early, "glob"),
         tool_use(far, "grep"),
+        tool_use(other, "find"),
         *bash_calls(3 * _LIVE_NAMES),
         tool_result(far),
         tool_result(orphan),
+        tool_result(other),
         *bash_calls(3),
     ]
     edit = analyze(to_file(records), "many.jsonl", options=MicroOptions())
     named = {line: changes[0][1] for line, changes in edit.clears.items()}
     options = MicroOptions()
-    last = len(records) - 6  # the orphan's result
+    last = len(records) - 6  # the result of `other`
     assert named[1] == options.render("glob")
-    assert named[last - 1] == options.render("grep")
-    assert named[last] == options.render("unknown")
-    assert {named[line] for line in range(5, last - 1, 2)} == {options.render("bash")}
-    assert len(named) == 3 * _LIVE_NAMES + 3
+    assert named[last - 2] == options.render("grep")
+    assert named[last - 1] == options.render("unknown")
+    assert named[last] == options.render("find")
+    assert {named[line] for line in range(6, last - 2, 2)} == {options.render("bash")}
+    assert len(named) == 3 * _LIVE_NAMES + 4
     out = io.BytesIO()
     edit.write(to_file(records), out)
     assert not analyze(io.BytesIO(out.getvalue()), "many.jsonl", options=MicroOptions()).changed

@@ -16,7 +16,7 @@ import re
 import sys
 from array import array
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -307,20 +307,19 @@ class _Settled:
     def __len__(self) -> int:
         return len(self.hashes)
 
-    def extend(self, moved: list[tuple[bytes, str]]) -> None:
+    def extend(self, tails: list[bytes], names: list[str]) -> None:
         numbers = self.numbers
-        indexes = []
-        for _, name in moved:
-            number = numbers.get(name)
-            if number is None:
-                number = numbers[name] = len(self.table)
-                self.table.append(name)
-            indexes.append(number)
+        for name in set(names).difference(numbers):
+            numbers[name] = len(self.table)
+            self.table.append(name)
         if len(self.table) > 256 and self.names.typecode == "B":
             self.names = array("I", self.names)
-        self.names.extend(indexes)
-        self.tails += b"".join([tail for tail, _ in moved])
-        self.hashes.extend([hash(tail) for tail, _ in moved])
+        if self.names.typecode == "B":
+            self.names.frombytes(bytes(map(numbers.__getitem__, names)))
+        else:
+            self.names.extend(map(numbers.__getitem__, names))
+        self.tails += b"".join(tails)
+        self.hashes.extend(map(hash, tails))
 
     def positions(self, hashes: set[int]) -> Iterator[int]:
         """Where the tails whose hashes are among `hashes` are, in the order they were moved."""
@@ -333,24 +332,26 @@ class _Settled:
         return self.table[self.names[at]]
 
 
-def _repeated(hashes: array) -> set[int]:
-    """The values that come more than once in `hashes`, without a set of every value: a table of one
-    bit per slot, 16 to 32 slots a value, passes on only the values whose slot is taken (about one in
-    twenty), and only those are counted."""
-    if len(hashes) <= _SET_UP_TO:  # a set is faster, and small at this size
-        counts = Counter(hashes)
+def _repeated(values: Callable[[], Iterable[int]], count: int) -> set[int]:
+    """The values that come more than once among the `count` that `values()` gives, without a set of
+    every value where there are many: a table of one bit per slot, 16 to 32 slots a value, passes on
+    only the values whose slot is taken (about one in twenty), and only those are counted."""
+    if count <= _SET_UP_TO:  # a set is faster, and small at this size
+        if len(set(values())) == count:
+            return set()
+        counts = Counter(values())
     else:
-        mask = (1 << (16 * len(hashes)).bit_length()) - 1
+        mask = (1 << (16 * count).bit_length()) - 1
         bits = bytearray((mask >> 3) + 1)
         maybe: set[int] = set()
-        for value in hashes:
+        for value in values():
             slot = value & mask
             bit = 1 << (slot & 7)
             if bits[slot >> 3] & bit:
                 maybe.add(value)
             else:
                 bits[slot >> 3] |= bit
-        counts = Counter(filter(maybe.__contains__, hashes)) if maybe else Counter()
+        counts = Counter(filter(maybe.__contains__, values())) if maybe else Counter()
     return {value for value, times in counts.items() if times > 1}
 
 
@@ -395,7 +396,7 @@ class MicroIndex:
         # the keys of the results that found no name in tool_names when they were read.
         self._settled: _Settled | None = None if self.keep_ids else _Settled()
         self._unnamed_keys: set[object] = set()
-        self._move_at = _LIVE_NAMES
+        self._move_at = sys.maxsize if self.keep_ids else _LIVE_NAMES  # tool_names' size that moves ids
         # Head before the first {tool_name}, tail after the last: a placeholder may name the tool twice.
         self._head = self.placeholder.partition("{tool_name}")[0]
         self._tail = self.placeholder.rpartition("{tool_name}")[2]
@@ -420,7 +421,7 @@ class MicroIndex:
             # needed where results let their ids go: the interpreter's table costs a slot an id).
             use_id = sys.intern(use.id) if type(use.id) is str and keep_ids else key(use.id)
             self.tool_names.setdefault(use_id, sys.intern(use.name) if type(use.name) is str else use.name)
-        if len(self.tool_names) > self._move_at and self._settled is not None:
+        if uses and len(self.tool_names) > self._move_at:
             self._move_names()
         if self.dialect.has_result_copies:
             for use_id in self.dialect.result_copies(record):
@@ -477,16 +478,30 @@ class MicroIndex:
     def _move_names(self) -> None:
         """Move the older half of tool_names' Claude ids (with names that are strings) to _Settled."""
         names = self.tool_names
-        moved = []
-        for use_id, name in itertools.islice(names.items(), len(names) // 2):
-            if type(use_id) is bytes and type(name) is str:
-                moved.append((use_id, name))
-        for use_id, _ in moved:
-            del names[use_id]
-        if moved:
-            self._settled.extend(moved)  # type: ignore[union-attr]
+        half = len(names) // 2
+        keys = list(itertools.islice(names, half))
+        values = list(itertools.islice(names.values(), half))
+        # Made by C loops where every one moves (the common case: no per-id bytecode).
+        if list(map(type, keys)).count(bytes) == half and list(map(type, values)).count(str) == half:
+            kept: list = []
+        else:
+            kept = [
+                (use_id, name)
+                for use_id, name in zip(keys, values, strict=True)
+                if type(use_id) is not bytes or type(name) is not str
+            ]
+            moving = [
+                (use_id, name)
+                for use_id, name in zip(keys, values, strict=True)
+                if type(use_id) is bytes and type(name) is str
+            ]
+            keys, values = [use_id for use_id, _ in moving], [name for _, name in moving]
+        self.tool_names = dict(kept)
+        self.tool_names.update(itertools.islice(names.items(), half, None))
+        if keys:
+            self._settled.extend(keys, values)  # type: ignore[union-attr]
         # Twice what stays: ids that cannot move (other than Claude's) are not walked again and again.
-        self._move_at = max(_LIVE_NAMES, 2 * len(names))
+        self._move_at = max(_LIVE_NAMES, 2 * len(self.tool_names))
 
     def settle(self) -> bool:
         """At the end of the read, where ids were moved out of tool_names: put back the names of the
@@ -494,15 +509,13 @@ class MicroIndex:
         used twice with different names and the first was moved: the names given as the file was read
         may then be the second, so the read must be made again with the ids kept (keep_ids)."""
         settled, self._settled = self._settled, None
+        self._move_at = sys.maxsize
         unnamed, self._unnamed_keys = self._unnamed_keys, set()
         if settled is None or not len(settled):
             return True
         names = self.tool_names
         live = [use_id for use_id in names if type(use_id) is bytes]
-        every = array(HASHES, settled.hashes)
-        every.extend(map(hash, live))
-        twice = _repeated(every)
-        del every
+        twice = _repeated(lambda: itertools.chain(settled.hashes, map(hash, live)), len(settled) + len(live))
         wanted = {hash(use_id): use_id for use_id in unnamed if type(use_id) is bytes and use_id not in names}
         found: dict[bytes, str] = {}
         for at in settled.positions(twice | wanted.keys()):
