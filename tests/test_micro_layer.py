@@ -8,7 +8,7 @@ import json
 import pytest
 
 from compactcli import dialects
-from compactcli.layers.micro import MicroIndex, MicroOptions, apply, plan
+from compactcli.layers.micro import _LIVE_NAMES, MicroIndex, MicroOptions, apply, plan
 from compactcli.pipelines.micro_file import analyze
 
 BIG = "x" * 500
@@ -307,3 +307,67 @@ def test_names_match_ids_exactly_whether_results_keep_their_ids(keep_ids, head):
         if keep_ids
         else [head + "early", None, None, None, head + "orphan"]
     )
+
+
+def claude_id(number: int) -> str:
+    return f"toolu_01{number:022d}"
+
+
+def tool_use(tool_id: str, name: str) -> dict:
+    return {"role": "assistant", "content": [{"type": "tool_use", "id": tool_id, "name": name, "input": {}}]}
+
+
+def tool_result(tool_id: str) -> dict:
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": BIG}]}
+
+
+def bash_calls(count: int) -> list[dict]:
+    return anthropic_conversation([(claude_id(n), "bash", BIG) for n in range(count)])[1:]
+
+
+def test_names_stay_exact_once_old_ids_leave_the_dict_of_names():
+    # Past the uses tool_names holds as entries, the older Claude ids move to columns and are looked up
+    # at the end of the read (docs/design.md, "Memory per record"): a result read long after its use,
+    # one read before a use that then moves and an id no use has are named as with every id at hand,
+    # and a second run changes nothing.
+    # An id of another form stays where it is.
+    far, early, orphan = (claude_id(10**6 + n) for n in range(3))
+    other = "call_other"
+    records = [
+        tool_result(early),
+        tool_use(early, "glob"),
+        tool_use(far, "grep"),
+        tool_use(other, "find"),
+        *bash_calls(3 * _LIVE_NAMES),
+        tool_result(far),
+        tool_result(orphan),
+        tool_result(other),
+        *bash_calls(3),
+    ]
+    edit = analyze(to_file(records), "many.jsonl", options=MicroOptions())
+    named = {line: changes[0][1] for line, changes in edit.clears.items()}
+    options = MicroOptions()
+    last = len(records) - 6  # the result of `other`
+    assert named[1] == options.render("glob")
+    assert named[last - 2] == options.render("grep")
+    assert named[last - 1] == options.render("unknown")
+    assert named[last] == options.render("find")
+    assert {named[line] for line in range(6, last - 2, 2)} == {options.render("bash")}
+    assert len(named) == 3 * _LIVE_NAMES + 4
+    out = io.BytesIO()
+    edit.write(to_file(records), out)
+    assert not analyze(io.BytesIO(out.getvalue()), "many.jsonl", options=MicroOptions()).changed
+
+
+def test_an_id_used_again_with_another_name_long_after_keeps_the_first():
+    # The first use's name counts, also where that use's id has left the dict of names.
+    twice = claude_id(10**6)
+    records = [
+        tool_use(twice, "ls"),
+        *bash_calls(3 * _LIVE_NAMES),
+        tool_use(twice, "cat"),
+        tool_result(twice),
+    ]
+    records += bash_calls(3)
+    edit = analyze(to_file(records), "twice.jsonl", options=MicroOptions())
+    assert edit.clears[len(records) - 6] == [(0, MicroOptions().render("ls"))]

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import re
 import sys
-from collections import deque
-from collections.abc import Iterable, Iterator
+from array import array
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -264,15 +266,96 @@ def _digest(content: object) -> bytes:
 
 
 _CLAUDE_ID_HEAD = "toolu_01"
+_CLAUDE_ID_TAIL = 22  # characters after the head, in every Claude id
 
 
 def _short_key(use_id: object) -> object:
     """tool_names' key of an id where results let their ids go: a Claude id's tail after the head all
     of them share, as bytes (about 24 bytes less than the string). No id read from JSON is bytes, so
     no key of this kind meets another id: matching stays exact."""
-    if type(use_id) is str and use_id.startswith(_CLAUDE_ID_HEAD) and use_id.isascii():
+    if (
+        type(use_id) is str
+        and len(use_id) == len(_CLAUDE_ID_HEAD) + _CLAUDE_ID_TAIL
+        and use_id.startswith(_CLAUDE_ID_HEAD)
+        and use_id.isascii()
+    ):
         return use_id[len(_CLAUDE_ID_HEAD) :].encode()
     return use_id
+
+
+HASHES = "l" if array("l").itemsize == 8 else "q"  # 64-bit hash() values, as dialects/base.py keeps them
+
+# Uses whose names tool_names holds as a dict entry each (about 100 bytes), where results let their ids
+# go; past this, the older half of the Claude ids moves to _Settled's columns (31 bytes each).
+_LIVE_NAMES = 4096
+
+
+class _Settled:
+    """Claude ids (their tails, as _short_key gives them) and their tools' names, moved out of
+    tool_names: the tails end to end, their hashes and an index into a table of names, in columns.
+    Only looked up at the end of the read (MicroIndex.settle), by exact comparison of the tails."""
+
+    __slots__ = ("tails", "hashes", "names", "table", "numbers")
+
+    def __init__(self) -> None:
+        self.tails = bytearray()
+        self.hashes = array(HASHES)
+        self.names = array("B")  # index into table
+        self.table: list[str] = []
+        self.numbers: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def extend(self, tails: list[bytes], names: list[str]) -> None:
+        numbers = self.numbers
+        for name in set(names).difference(numbers):
+            numbers[name] = len(self.table)
+            self.table.append(name)
+        if len(self.table) > 256 and self.names.typecode == "B":
+            self.names = array("I", self.names)
+        if self.names.typecode == "B":
+            self.names.frombytes(bytes(map(numbers.__getitem__, names)))
+        else:
+            self.names.extend(map(numbers.__getitem__, names))
+        self.tails += b"".join(tails)
+        self.hashes.extend(map(hash, tails))
+
+    def positions(self, hashes: set[int]) -> Iterator[int]:
+        """Where the tails whose hashes are among `hashes` are, in the order they were moved."""
+        return itertools.compress(range(len(self.hashes)), map(hashes.__contains__, self.hashes))
+
+    def tail(self, at: int) -> bytes:
+        return bytes(self.tails[at * _CLAUDE_ID_TAIL : (at + 1) * _CLAUDE_ID_TAIL])
+
+    def name(self, at: int) -> str:
+        return self.table[self.names[at]]
+
+
+def _repeated(values: Callable[[], Iterable[int]], count: int) -> set[int]:
+    """The values that come more than once among the `count` that `values()` gives, without a set of
+    every value where there are many: a table of one bit per slot, 16 to 32 slots a value, passes on
+    only the values whose slot is taken (about one in twenty), and only those are counted."""
+    if count <= _SET_UP_TO:  # a set is faster, and small at this size
+        if len(set(values())) == count:
+            return set()
+        counts = Counter(values())
+    else:
+        mask = (1 << (16 * count).bit_length()) - 1
+        bits = bytearray((mask >> 3) + 1)
+        maybe: set[int] = set()
+        for value in values():
+            slot = value & mask
+            bit = 1 << (slot & 7)
+            if bits[slot >> 3] & bit:
+                maybe.add(value)
+            else:
+                bits[slot >> 3] |= bit
+        counts = Counter(filter(maybe.__contains__, values())) if maybe else Counter()
+    return {value for value, times in counts.items() if times > 1}
+
+
+_SET_UP_TO = 1 << 16
 
 
 def _same_key(use_id: object) -> object:
@@ -309,6 +392,11 @@ class MicroIndex:
     def __post_init__(self) -> None:
         self._tracker = self.dialect.new_tracker()
         self.key = _same_key if self.keep_ids else _short_key  # tool_names' key of an id
+        # Where results let their ids go: the Claude ids moved out of tool_names (until `settle`), and
+        # the keys of the results that found no name in tool_names when they were read.
+        self._settled: _Settled | None = None if self.keep_ids else _Settled()
+        self._unnamed_keys: set[object] = set()
+        self._move_at = sys.maxsize if self.keep_ids else _LIVE_NAMES  # tool_names' size that moves ids
         # Head before the first {tool_name}, tail after the last: a placeholder may name the tool twice.
         self._head = self.placeholder.partition("{tool_name}")[0]
         self._tail = self.placeholder.rpartition("{tool_name}")[2]
@@ -333,6 +421,8 @@ class MicroIndex:
             # needed where results let their ids go: the interpreter's table costs a slot an id).
             use_id = sys.intern(use.id) if type(use.id) is str and keep_ids else key(use.id)
             self.tool_names.setdefault(use_id, sys.intern(use.name) if type(use.name) is str else use.name)
+        if uses and len(self.tool_names) > self._move_at:
+            self._move_names()
         if self.dialect.has_result_copies:
             for use_id in self.dialect.result_copies(record):
                 self.copies.setdefault(use_id, []).append(line)
@@ -379,9 +469,12 @@ class MicroIndex:
                     use_id = sys.intern(use_id)
             elif type(use_id) is str and use_id:
                 # The name tool_name() would find at the end: a use's name never changes once read.
-                name = names.get(key(use_id))
+                use_key = key(use_id)
+                name = names.get(use_key)
                 if name is not None:
                     use_id = None
+                elif type(use_key) is bytes:
+                    self._unnamed_keys.add(use_key)
             fact = ResultFact(line, result.slot, use_id, is_text, chars, short, False, name)
             if short is not None:
                 fact.copy_left = self.dialect.ui_copy_left(record, result.slot)
@@ -390,6 +483,59 @@ class MicroIndex:
             facts.append(fact)
             added.append(fact)
         return added
+
+    def _move_names(self) -> None:
+        """Move the older half of tool_names' Claude ids (with names that are strings) to _Settled."""
+        names = self.tool_names
+        half = len(names) // 2
+        keys = list(itertools.islice(names, half))
+        values = list(itertools.islice(names.values(), half))
+        # Made by C loops where every one moves (the common case: no per-id bytecode).
+        if list(map(type, keys)).count(bytes) == half and list(map(type, values)).count(str) == half:
+            kept: list = []
+        else:
+            kept = [
+                (use_id, name)
+                for use_id, name in zip(keys, values, strict=True)
+                if type(use_id) is not bytes or type(name) is not str
+            ]
+            moving = [
+                (use_id, name)
+                for use_id, name in zip(keys, values, strict=True)
+                if type(use_id) is bytes and type(name) is str
+            ]
+            keys, values = [use_id for use_id, _ in moving], [name for _, name in moving]
+        self.tool_names = dict(kept)
+        self.tool_names.update(itertools.islice(names.items(), half, None))
+        if keys:
+            self._settled.extend(keys, values)  # type: ignore[union-attr]
+        # Twice what stays: ids that cannot move (other than Claude's) are not walked again and again.
+        self._move_at = max(_LIVE_NAMES, 2 * len(self.tool_names))
+
+    def settle(self) -> bool:
+        """At the end of the read, where ids were moved out of tool_names: put back the names of the
+        results that found none when they were read, and let the moved ids go. False when an id was
+        used twice with different names and the first was moved: the names given as the file was read
+        may then be the second, so the read must be made again with the ids kept (keep_ids)."""
+        settled, self._settled = self._settled, None
+        self._move_at = sys.maxsize
+        unnamed, self._unnamed_keys = self._unnamed_keys, set()
+        if settled is None or not len(settled):
+            return True
+        names = self.tool_names
+        live = [use_id for use_id in names if type(use_id) is bytes]
+        twice = _repeated(lambda: itertools.chain(settled.hashes, map(hash, live)), len(settled) + len(live))
+        wanted = {hash(use_id): use_id for use_id in unnamed if type(use_id) is bytes and use_id not in names}
+        found: dict[bytes, str] = {}
+        for at in settled.positions(twice | wanted.keys()):
+            tail, name = settled.tail(at), settled.name(at)
+            first = found.setdefault(tail, name)
+            if first != name or names.get(tail, name) != name:
+                return False
+        for use_id in wanted.values():
+            if use_id in found:
+                names[use_id] = found[use_id]
+        return True
 
     def _match_unnamed(self, tool_use_id: str | None, content: object) -> None:
         """A result takes the oldest waiting copy of the same tool with the same output, else the copy

@@ -230,6 +230,57 @@ def analyze(
     dialect = dialect_for(source, path, fmt)
     # Results are matched by id only for UI copies, repeated results and the strategies.
     keep_ids = bool(options.strategies) or dialect.results_repeat or dialect.has_result_copies
+    begin = source.tell()
+    edit, index, strategies, counter, order, lines = _read(
+        source, path, dialect, options, on_invalid, estimator, keep_ids
+    )
+    if not index.settle():  # an id used twice with different names, the first moved: read again, ids kept
+        edit.close()
+        source.seek(begin)
+        edit, index, strategies, counter, order, lines = _read(
+            source, path, dialect, options, on_invalid, estimator, True
+        )
+    # The index holds each conversation's results in file order: it follows the chain only where the
+    # chain leaves records out or moves them.
+    if order is not None and (strategies is not None or not order.in_file_order()):
+        lines_in_order = [line for line, _ in order.order()]
+        index.follow(lines_in_order)
+        if strategies is not None:
+            strategies.follow(lines_in_order)
+    order = lines_in_order = None  # not needed by the plan: their memory goes before the plan's comes
+    edit.stats = {"dialect": dialect.name, "lines": lines, "tool_results": index.result_count}
+    if counter is not None:
+        edit.stats["tokens"] = counter.tokens
+    if counter is None or counter.tokens > options.trigger_tokens:
+        edit.clears = plan(index, options, strategies)
+    index.results = {}  # the results' facts go before the write: the plan holds what it needs
+    # Counted, not listed: a list of every change's slot would cost 8 bytes a cleared result.
+    cleared = copies = 0
+    for todo in edit.clears.values():
+        for slot, value in todo:
+            if slot == COPY_SLOT or type(value) is Reclear:
+                copies += 1
+            elif slot >= -1:
+                cleared += 1
+    edit.stats["cleared"] = cleared
+    if index.copies or index.near_copies or copies:
+        edit.stats["ui_copies_cleared"] = copies
+    if strategies is not None:
+        edit.stats["strategies"] = options.strategies
+        edit.stats.update(strategy_figures(edit.clears))
+    return edit
+
+
+def _read(
+    source: BinaryIO,
+    path: str,
+    dialect: Dialect,
+    options: MicroOptions,
+    on_invalid: str,
+    estimator,
+    keep_ids: bool,
+) -> tuple:
+    """The first pass: each line read once, into the index, the strategies' index and the spool."""
     index = MicroIndex(dialect, placeholder=options.placeholder, truncate=options.truncate, keep_ids=keep_ids)
     strategies = None
     if options.strategies:
@@ -291,35 +342,7 @@ def analyze(
     except BaseException:
         edit.close()
         raise
-    # The index holds each conversation's results in file order: it follows the chain only where the
-    # chain leaves records out or moves them.
-    if order is not None and (strategies is not None or not order.in_file_order()):
-        lines_in_order = [line for line, _ in order.order()]
-        index.follow(lines_in_order)
-        if strategies is not None:
-            strategies.follow(lines_in_order)
-    order = lines_in_order = None  # not needed by the plan: their memory goes before the plan's comes
-    edit.stats = {"dialect": dialect.name, "lines": lines, "tool_results": index.result_count}
-    if counter is not None:
-        edit.stats["tokens"] = counter.tokens
-    if counter is None or counter.tokens > options.trigger_tokens:
-        edit.clears = plan(index, options, strategies)
-    index.results = {}  # the results' facts go before the write: the plan holds what it needs
-    # Counted, not listed: a list of every change's slot would cost 8 bytes a cleared result.
-    cleared = copies = 0
-    for todo in edit.clears.values():
-        for slot, value in todo:
-            if slot == COPY_SLOT or type(value) is Reclear:
-                copies += 1
-            elif slot >= -1:
-                cleared += 1
-    edit.stats["cleared"] = cleared
-    if index.copies or index.near_copies or copies:
-        edit.stats["ui_copies_cleared"] = copies
-    if strategies is not None:
-        edit.stats["strategies"] = options.strategies
-        edit.stats.update(strategy_figures(edit.clears))
-    return edit
+    return edit, index, strategies, counter, order, lines
 
 
 def strategy_figures(clears: Plan) -> dict[str, int]:
