@@ -21,6 +21,9 @@ import pytest
 from helpers.agents import agent_env, copy_home, require_agent, run_agent
 from helpers.cli import run_cli
 from helpers.fakeapi import FakeAnthropic
+from helpers.sessions import session_with_a_kept_tail
+
+from compactcli.dialects.claude_code import CLAUDE_CODE
 
 SESSION_ID = "5e55a0c1-2b7d-4c3e-9f10-a9b8c7d6e5f4"
 TASK = "Check the build: count the inputs, read the build log and my notes, then the outputs."
@@ -286,3 +289,35 @@ def test_micro_truncate_sends_both_ends_of_a_cleared_result(claude, session):
     assert counted.rstrip("\n").endswith("118\n119\n120")
     assert "characters truncated" in counted and "\n60\n" not in counted
     assert _tool_uses(body) == [step[0] for step in STEPS]
+
+
+def test_a_compaction_that_keeps_the_end_of_the_history_resumes_as_compactcli_orders_it(claude, session):
+    """Claude Code sends the summary, the records the compaction kept and what followed, in the order
+    compactcli's chain order gives them (docs/design.md, "Claude Code records")."""
+    home, project, log = session
+    uuids: dict[str, str] = {}
+    records = []
+    for record in session_with_a_kept_tail("line of output\n" * 50):
+        text = json.dumps(record | {"sessionId": SESSION_ID, "cwd": str(project), "version": "2.1.332"})
+        for short in ("u1", "b1", "s1", *(f"u{n}" for n in range(2, 16))):  # Claude Code's own uuids
+            text = text.replace(
+                f'"{short}"', json.dumps(uuids.setdefault(short, f"00000000-0000-4000-8000-{short:0>12}"))
+            )
+        records.append(json.loads(text))
+    log.write_text("".join(json.dumps(record) + "\n" for record in records))
+    order = CLAUDE_CODE.new_order()
+    for line, record in enumerate(records):
+        order.add(line, 0, record)
+    expected = [
+        b["id"] for line, _ in order.order() for b in _blocks(records[line]) if b.get("type") == "tool_use"
+    ]
+    assert expected == ["a2", "a3", "b0"]
+    _, (body, *_) = _resume(claude, home, project)
+    assert _tool_uses(body) == expected
+    first = body["messages"][0]["content"]
+    assert "Summary: the inputs were counted." in (first if isinstance(first, str) else json.dumps(first))
+
+
+def _blocks(record: dict[str, Any]) -> list[dict[str, Any]]:
+    content = record.get("message", {}).get("content")
+    return content if isinstance(content, list) else []

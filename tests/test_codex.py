@@ -398,6 +398,22 @@ def test_estimate_heuristic_counts_the_base_instructions(rollout: Path, tmp_path
     assert seed[0] == seed[1]
 
 
+@pytest.mark.parametrize("kind", ["compaction", "context_compaction"])
+def test_estimate_heuristic_counts_a_remote_compaction_summary(rollout: Path, tmp_path: Path, kind: str):
+    """Codex 0.171 writes a remote compaction's encrypted summary as a `context_compaction` item, as it
+    wrote a `compaction` item before: the model is sent it, so it is counted (as opaque text)."""
+    records = lines_of(rollout)
+    before = stats_of("estimate", "--json", "--method", "heuristic", rollout, cwd=tmp_path)["tokens"]
+    last_user = max(n for n, r in enumerate(records) if (r.get("payload") or {}).get("role") == "user")
+    summary = {"type": kind, "encrypted_content": "gAAAAB" + "Zm9vYmFy" * 1000}
+    records.insert(
+        last_user, {"timestamp": records[last_user]["timestamp"], "type": "response_item", "payload": summary}
+    )
+    path = codex_rollout.write(tmp_path / f"{kind}.jsonl", records)
+    after = stats_of("estimate", "--json", "--method", "heuristic", path, cwd=tmp_path)["tokens"]
+    assert 1000 < after - before < 8006  # 8,006 characters of base64
+
+
 def test_estimate_usage_without_token_counts_is_no_usage(rollout: Path, tmp_path: Path):
     records = [r for r in lines_of(rollout) if r["payload"].get("type") != "token_count"]
     path = codex_rollout.write(tmp_path / "no-usage.jsonl", records)

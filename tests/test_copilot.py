@@ -190,6 +190,82 @@ def test_micro_clears_a_post_tool_use_hooks_copy_with_the_result_it_copies(tmp_p
     assert again.returncode == 0 and path.read_bytes().splitlines(keepends=True) == after
 
 
+def _put_back_hook_copies(path: Path, outputs: dict[str, str]) -> None:
+    """What an earlier micro left: the results cleared, the hooks' copies of them as Copilot wrote them."""
+    records = events(path)
+    for record in records:
+        call = record["id"].removeprefix("e-hook.start-")
+        if record["type"] == "hook.start" and call in outputs:
+            copy = record["data"]["input"]["toolResult"]
+            copy |= {"textResultForLlm": outputs[call], "sessionLog": outputs[call]}
+            copy["contents"] = [{"type": "terminal", "text": outputs[call]}]
+    write_jsonl(path, records)
+
+
+def test_micro_clears_the_hook_copies_an_earlier_version_left_beside_results_it_cleared(tmp_path):
+    """The copy a postToolUse hook holds of a result an earlier micro cleared no longer matches the
+    result's text: it is the copy right before that result, cleared on the next run (docs/design.md,
+    "A result cleared before")."""
+    calls = [
+        _call("c1", "bash", "a" * 500),
+        _call("c2", "bash", "b" * 500, hook_text="what the hook saw differs"),  # short: never cleared
+        _call("c3", "bash", "c" * 500),
+        _call("c4", "view", "d" * 500),  # preserved
+        _call("c5", "bash", "e" * 500),  # the last: kept
+    ]
+    path = write_jsonl(tmp_path / "events.jsonl", [event("session.start"), *(e for c in calls for e in c)])
+    assert run_cli("micro", "--keep", "1", path).returncode == 0
+    _put_back_hook_copies(path, {"c1": "a" * 500, "c3": "c" * 500})
+    left = path.read_bytes()
+    assert run_cli("micro", "--keep", "5", path).returncode == 0  # all kept: nothing to clear again
+    assert path.read_bytes() == left
+    done = run_cli("micro", "--keep", "1", "--json", path, text=True)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout)["stats"]
+    assert (stats["cleared"], stats["ui_copies_cleared"]) == (0, 2)
+    hooks = {r["id"]: r["data"]["input"]["toolResult"] for r in events(path) if r["type"] == "hook.start"}
+    emptied = {"textResultForLlm": "[Previous: used bash]", "sessionLog": "", "contents": []}
+    for call in ("c1", "c3"):
+        assert {k: hooks[f"e-hook.start-{call}"][k] for k in emptied} == emptied, call
+    assert hooks["e-hook.start-c2"]["textResultForLlm"] == "what the hook saw differs"
+    assert hooks["e-hook.start-c4"]["textResultForLlm"] == "d" * 500
+    assert hooks["e-hook.start-c5"]["textResultForLlm"] == "e" * 500
+    after = path.read_bytes()
+    changed = [
+        n for n, (a, b) in enumerate(zip(left.splitlines(), after.splitlines(), strict=True)) if a != b
+    ]
+    assert changed == [2, 10]  # c1's and c3's hooks only
+    assert run_cli("validate", path).returncode == 0
+    assert run_cli("micro", "--keep", "1", path).returncode == 0
+    assert path.read_bytes() == after
+
+
+def test_a_long_hook_copy_of_other_text_goes_with_the_result_after_it_and_copilots_elision_stays(tmp_path):
+    """A hook given more than --min-chars characters of other text than the result right after it is
+    cleared with that result, on the first run as on a later one; the copy Copilot elides itself stays."""
+    elided = (
+        "[copilot:elided textResultForLlm (500 bytes) - duplicated pre-hook tool-result field; "
+        "canonical data remains in adjacent tool and skill events]"
+    )
+    calls = [
+        _call("c1", "bash", "a" * 500, hook_text="f" * 300),
+        _call("c2", "bash", "b" * 500, hook_text=elided),
+        _call("c3", "bash", "c" * 500),
+    ]
+    path = write_jsonl(tmp_path / "events.jsonl", [event("session.start"), *(e for c in calls for e in c)])
+    done = run_cli("micro", "--keep", "1", "--json", path, text=True)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout)["stats"]
+    assert (stats["cleared"], stats["ui_copies_cleared"]) == (2, 1)
+    hooks = {r["id"]: r["data"]["input"]["toolResult"] for r in events(path) if r["type"] == "hook.start"}
+    assert hooks["e-hook.start-c1"]["textResultForLlm"] == "[Previous: used bash]"
+    assert hooks["e-hook.start-c2"]["textResultForLlm"] == elided
+    assert hooks["e-hook.start-c2"]["sessionLog"] == "b" * 500
+    after = path.read_bytes()
+    assert run_cli("micro", "--keep", "1", path).returncode == 0
+    assert path.read_bytes() == after
+
+
 def test_estimate_counts_the_summary_of_a_session_summarize_left_with_its_compaction_only(tmp_path):
     # summarize with nothing kept leaves session.start and the compaction events: the summary is the context.
     path = tmp_path / "events.jsonl"

@@ -187,6 +187,48 @@ def test_micro_clears_the_rendering_of_a_cleared_output_and_keeps_what_gemini_cl
     assert [c["resultDisplay"] for r in parsed[3:] for c in r["toolCalls"]] == [BIG] * 3
 
 
+@pytest.mark.parametrize(
+    ("display", "cleared"),
+    [(BIG, True), (ANSI, True), ("", False), (FILE_DIFF, False), (TODOS, False)],
+    ids=["text", "ansi-lines", "empty", "file-diff", "todo-list"],
+)
+def test_micro_clears_the_rendering_an_earlier_version_left_beside_an_output_it_cleared(
+    tmp_path, display, cleared
+):
+    """A session an earlier micro cleared: the outputs hold the placeholder, their renderings what it
+    left (this micro's output with the renderings put back). The next run clears those it would clear
+    with a fresh output and keeps what Gemini CLI reads; the run after changes nothing (docs/design.md,
+    "A result cleared before")."""
+    placeholder = "[Previous: used run_shell_command]"
+    old = [call("c0", output=placeholder), call("c1", output=placeholder)]
+    for entry in old:
+        entry["resultDisplay"] = display
+    checkpoint = {"$set": {"messages": [user("u", "go"), gemini("g0", "", old[:1])], "lastUpdated": "t"}}
+    later = [gemini(f"g{n}", "", [call(f"c{n}")]) for n in range(2, 5)]
+    path = write(tmp_path / "s.jsonl", [HEADER, checkpoint, gemini("g1", "", old[1:]), *later])
+    before = path.read_bytes()
+    # Among the last --keep, or preserved, a cleared output's rendering stays as a fresh output's would.
+    for kept in (("--keep", "5"), ("--preserve", "run_shell_command")):
+        assert run_cli("micro", *kept, path, cwd=tmp_path).returncode == 0
+        assert path.read_bytes() == before
+    run = run_cli("micro", "--json", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    stats = json.loads(run.stdout)["stats"]
+    assert (stats["cleared"], stats.get("ui_copies_cleared", 0)) == (0, 2 if cleared else 0)
+    parsed = [json.loads(line) for line in path.read_text().splitlines()]
+    copies = [parsed[1]["$set"]["messages"][1]["toolCalls"][0], parsed[2]["toolCalls"][0]]
+    assert [c["resultDisplay"] for c in copies] == [placeholder if cleared else display] * 2
+    assert [c["result"][0]["functionResponse"]["response"]["output"] for c in copies] == [placeholder] * 2
+    after = path.read_bytes()
+    assert (after != before) == cleared
+    changed = [
+        n for n, (a, b) in enumerate(zip(before.splitlines(), after.splitlines(), strict=True)) if a != b
+    ]
+    assert changed == ([1, 2] if cleared else [])
+    assert run_cli("micro", path, cwd=tmp_path).returncode == 0
+    assert path.read_bytes() == after
+
+
 def test_micro_keeps_read_file_by_default(tmp_path):
     calls = [
         gemini(f"g{n}", "", [call(f"c{n}", "read_file" if n == 0 else "run_shell_command")]) for n in range(5)
@@ -315,3 +357,102 @@ def test_replay_output_starts_with_the_header_gemini_cli_finds_the_session_by(tm
     run = run_cli("validate", "--json", out, text=True)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["stats"]["dialect"] == "gemini-cli"
+
+
+def response(cid: str, name: str, output: str = BIG) -> dict:
+    return {"functionResponse": {"id": cid, "name": name, "response": {"output": output}}}
+
+
+def test_micro_clears_every_copy_of_parallel_outputs_in_the_checkpoint_of_a_resume(tmp_path):
+    # When Gemini CLI resumes a session it writes a checkpoint (updateMessagesFromHistory) in which each
+    # call of a turn has, as its result, every part of the turn's answer, and the answer is a user record
+    # of its own: the output of c2 is then in c1's result, in c2's and in g1_response. Gemini CLI sends
+    # them all, so each copy is an output to clear.
+    both = [response("c1", "run_shell_command"), response("c2", "grep_search")]
+    calls = [call("c1") | {"result": both}, call("c2", "grep_search") | {"result": both}]
+    turn = gemini("g1", "", calls) | {
+        "content": [{"functionCall": {"id": c, "name": "x"}} for c in ("c1", "c2")]
+    }
+    later = [gemini(f"g{n}", "", [call(f"c{n + 1}")]) for n in range(2, 5)]
+    messages = [user("u1", "go"), turn, user("g1_response", "") | {"content": both}, *later]
+    path = write(tmp_path / "s.jsonl", [HEADER, {"$set": {"messages": messages, "lastUpdated": "t"}}])
+    run = run_cli("micro", "--json", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    kept = json.loads(path.read_text().splitlines()[1])["$set"]["messages"]
+    copies = [part for c in kept[1]["toolCalls"] for part in c["result"]] + kept[2]["content"]
+    outputs = [(p["functionResponse"]["id"], p["functionResponse"]["response"]["output"]) for p in copies]
+    shell, grep = "[Previous: used run_shell_command]", "[Previous: used grep_search]"
+    assert outputs == [("c1", shell), ("c2", grep)] * 3
+    assert [c["resultDisplay"] for c in kept[1]["toolCalls"]] == [shell, grep]
+    assert [r["toolCalls"][0]["result"][0]["functionResponse"]["response"]["output"] for r in kept[3:]] == [
+        BIG
+    ] * 3
+    assert run_cli("validate", path).returncode == 0
+
+
+PNG = "iVBORw0KGgo" + "A" * 4000
+IMAGE = {"inlineData": {"mimeType": "image/png", "data": PNG}}
+
+
+def image_calls() -> list[dict]:
+    """A screenshot inside its response (a model that takes multimodal responses), one beside it (one that
+    does not: Gemini CLI's convertToFunctionResponse puts it after the response), then a later call."""
+    inside = response("c1", "take_screenshot", "Binary content provided (1 item(s)).")
+    inside["functionResponse"]["parts"] = [IMAGE]
+    beside = [response("c2", "take_screenshot", "Binary content provided (1 item(s))."), IMAGE]
+    return [
+        HEADER,
+        user("u1", "look"),
+        gemini("g1", "", [call("c1", "take_screenshot") | {"result": [inside]}]),
+        gemini("g2", "", [call("c2", "take_screenshot") | {"result": beside}]),
+        gemini("g3", "", [call("c3")]),
+    ]
+
+
+def test_keep_images_reaches_the_images_a_tool_returned(tmp_path):
+    path = write(tmp_path / "s.jsonl", image_calls())
+    run = run_cli("micro", "--keep-images", "0", "--keep", "3", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    placeholder = {"text": "[image removed: image/png, 3,008 bytes]"}
+    assert records[2]["toolCalls"][0]["result"][0]["functionResponse"]["parts"] == [placeholder]
+    assert records[3]["toolCalls"][0]["result"][1] == placeholder
+    assert PNG not in path.read_text()
+    assert run_cli("validate", path).returncode == 0
+
+
+def test_an_image_beside_a_response_is_the_calls_output(tmp_path):
+    # Kept with the output it belongs to, as any multimodal output is; cleared with it when asked to.
+    records = image_calls()
+    path = write(tmp_path / "s.jsonl", records)
+    run = run_cli("micro", "--keep", "0", "--min-chars", "0", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    assert [json.loads(line) for line in path.read_text().splitlines()][:4] == records[:4]
+    run = run_cli(
+        "micro", "--keep", "0", "--min-chars", "0", "--clear-multimodal", path, cwd=tmp_path, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    (beside,) = json.loads(path.read_text().splitlines()[3])["toolCalls"]
+    assert beside["result"] == [response("c2", "take_screenshot", "[Previous: used take_screenshot]")]
+    assert PNG not in path.read_text()
+    assert run_cli("validate", path).returncode == 0
+
+
+def test_a_summary_built_on_an_earlier_state_snapshot_is_one_and_says_so(tmp_path):
+    # A <state_snapshot> user turn is a compression's summary (Gemini CLI's or summarize's), not the user's
+    # words: the next summary starts with it as the earlier summary and is itself one <state_snapshot>.
+    path = tmp_path / SAMPLE.name
+    shutil.copyfile(SAMPLE, path)
+    assert run_cli("summarize", "--backend", "digest", "--keep-last", "4", path, cwd=tmp_path).returncode == 0
+    more = [user("n1", "now add a test for the CSV header"), gemini("n2", "Added tests/test_header.py.")]
+    write(path, [json.loads(line) for line in path.read_text().splitlines()] + more)
+    run = run_cli("summarize", "--backend", "digest", "--keep-last", "1", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    snapshot = records[1]["$set"]["messages"][0]["content"][0]["text"]
+    assert snapshot.startswith("<state_snapshot>\n[Conversation compressed. Transcript: ")
+    assert snapshot.endswith("</state_snapshot>")
+    assert "## Earlier summary (the conversation starts with it)\n> <state_snapshot>" in snapshot
+    assert "(Compaction 2: this summary builds on the one before it.)" in snapshot
+    users = snapshot[snapshot.index("## The user's own messages") :]
+    assert "<state_snapshot>" not in users and "now add a test for the CSV header" in users

@@ -498,3 +498,43 @@ def test_verify_measures_what_qwen_code_resumes_with_not_the_records_left_before
     probed = json.loads(run_cli("probe", "--json", original, alone, text=True).stdout)["stats"]
     assert retention == probed["retention"] < 1
     assert probed["replaced_records"] > 0
+
+
+def test_keep_images_reaches_the_images_of_a_compressed_history(tmp_path):
+    # What Qwen Code resumes with after a compression is its history: a screenshot kept there is sent again
+    # on every call, as the one in the record before the compression is not.
+    png = "iVBORw0KGgo" + "A" * 4000
+    image = {"inlineData": {"mimeType": "image/png", "data": png}}
+    call = {"functionCall": {"id": "c1", "name": "take_screenshot", "args": {}}}
+    answer = {"functionResponse": {"id": "c1", "name": "take_screenshot", "response": {"output": "ok"}}}
+    history = [
+        {"role": "user", "parts": [{"text": "<state_snapshot>s</state_snapshot>"}, image]},
+        {"role": "model", "parts": [{"text": "Got it. Thanks for the additional context!"}]},
+        {"role": "model", "parts": [call]},
+        {"role": "user", "parts": [{"functionResponse": {**answer["functionResponse"], "parts": [image]}}]},
+    ]
+    records = [user("u1", None, "go"), compression("c", "u1", history), user("u2", "c", "next")]
+    path = tmp_path / "s.jsonl"
+    write_jsonl(path, records)
+    run = run_cli("micro", "--keep-images", "0", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
+    kept = lines_of(path)[1]["systemPayload"]["compressedHistory"]
+    placeholder = {"text": "[image removed: image/png, 3,008 bytes]"}
+    assert kept[0]["parts"] == [{"text": "<state_snapshot>s</state_snapshot>"}, placeholder]
+    assert kept[3]["parts"] == [{"functionResponse": {**answer["functionResponse"], "parts": [placeholder]}}]
+    assert png not in path.read_text()
+    assert run_cli("validate", path).returncode == 0
+
+
+def test_the_summary_and_bridge_of_qwen_codes_own_compression_are_not_the_users_words(session):
+    # The sample holds a compression Qwen Code wrote: its <state_snapshot> summary as the user's Content and
+    # the "Continue with the prior task" bridge. A digest built on it says it starts with an earlier summary
+    # and never lists either as what the user wrote.
+    done = run_cli("summarize", "--backend", "digest", "--keep-last", "2", session, text=True)
+    assert done.returncode == 0, done.stderr
+    summary = lines_of(session)[-1]["systemPayload"]["compressedHistory"][0]["parts"][0]["text"]
+    assert "## Earlier summary (the conversation starts with it)\n> <state_snapshot>" in summary
+    assert "(Compaction 2: this summary builds on the one before it.)" in summary
+    assert "Continue with the prior task" not in summary
+    users = summary[summary.index("## The user's own messages") :]
+    assert "<state_snapshot>" not in users and "Also sort ties alphabetically." in users

@@ -23,6 +23,7 @@ from compactcli.core import redact as redaction
 from compactcli.layers.summarize import (
     CLAUDE_CODE_SUMMARY_PREFIX,
     NOT_USER_WORDS,
+    SNAPSHOT_SUMMARY_PREFIX,
     SUMMARY_PREFIX,
     clip,
     could_be_task,
@@ -197,7 +198,9 @@ class Digest:
                 return  # a note Claude Code adds, or `/clear`: the task comes after it
             earlier = _earlier_task(text) if text.startswith(SUMMARY_PREFIX) else None
             facts.task = earlier or text
-            if earlier is None and text.startswith((SUMMARY_PREFIX, CLAUDE_CODE_SUMMARY_PREFIX)):
+            if earlier is None and text.startswith(
+                (SUMMARY_PREFIX, CLAUDE_CODE_SUMMARY_PREFIX, SNAPSHOT_SUMMARY_PREFIX)
+            ):
                 facts.task_label = "Earlier summary (the conversation starts with it)"
             return
         if not text.startswith(NOT_USER_WORDS):

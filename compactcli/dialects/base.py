@@ -159,9 +159,16 @@ class Dialect:
 
     def unnamed_result_copy(self, record: dict) -> tuple[str, object] | None:
         """(tool name, output) of a record that repeats a result without naming its call; micro takes
-        it for a copy of the next result of that tool with that very output, and clears it with that
-        result (asked only where has_result_copies)."""
+        it for a copy of the next result of that tool with that very output, or else of the result
+        right after it (no other result between), and clears it with that result (asked only where
+        has_result_copies)."""
         return None
+
+    def ui_copy_left(self, record: dict, slot: int) -> bool:
+        """Whether the UI's copy of the result at `slot`, on the same record, still holds something
+        micro would clear with it (an earlier version cleared the result and left the copy): asked only
+        of a result that may be micro's placeholder already (docs/design.md, "A result cleared before")."""
+        return False
 
     # -- what micro's opt-in strategies ask (docs/design.md, "Micro strategies") ---------------------
 
@@ -310,8 +317,13 @@ class Dialect:
     def feeds_summary(self, record: dict) -> bool:
         """A record of the summarized part that summary_records needs beyond the edges (Codex keeps
         the user's messages and the session's context in its compaction). When a dialect names such
-        records, summary_records gets those, in file order, instead of the edges."""
+        records, summary_records gets those, in file order, instead of the edges (beside them, in
+        file order, where `feeds_beside_edges`)."""
         return False
+
+    # summary_records needs the edges as well as the records feeds_summary names (Claude Code: the
+    # compaction takes its parent and identity from the edges, the tools it carries from those records).
+    feeds_beside_edges: bool = False
 
     def summary_records(
         self,

@@ -43,21 +43,61 @@ from compactcli.dialects.base import (
 from compactcli.dialects.foreign import is_qwen_record
 
 MESSAGE_TYPES = ("user", "assistant")
-# Record types Claude Code writes; newer ones (which all carry sessionId) are recognised by that key.
-RECORD_TYPES = {
-    "user",
-    "assistant",
-    "system",
-    "summary",
-    "progress",
-    "file-history-snapshot",
-    "queue-operation",
-    "attachment",
-    "permission-mode",
-    "last-prompt",
-    "custom-title",
-}
+# Record types Claude Code writes. Most carry sessionId, by which a newer type is recognised too; these are
+# the ones that need not (and any of them may come first in a file): the older types, and those of the
+# session writer's table (2.1.332, `appendEntry`) written without it.
+RECORD_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "progress",
+        "file-history-snapshot",
+        "queue-operation",
+        "attachment",
+        "permission-mode",
+        "last-prompt",
+        "custom-title",
+        "file-history-delta",
+        "attribution-snapshot",
+        "memory-mode",
+        "fork-context-ref",
+        "observer-ref",
+        "hybrid-organization",
+    }
+)
 
+# Records of the session's state rather than of a point of its conversation (its title, tag, mode, PR
+# link, agent name...): Claude Code keeps the newest of each when it prunes a session file (2.1.332, the
+# types it marks "repeat", "fields" and "first"), and reads them from anywhere in the file.
+SESSION_STATE = frozenset(
+    {
+        "summary",
+        "custom-title",
+        "ai-title",
+        "tag",
+        "relocated",
+        "agent-name",
+        "agent-color",
+        "agent-setting",
+        "mode",
+        "permission-mode",
+        "session-owner",
+        "isolation-latch",
+        "dev-mods",
+        "atis-latch",
+        "worktree-state",
+        "bridge-session",
+        "tools-used",
+        "derived-from",
+        "repl-mode",
+        "hybrid-organization",
+        "pr-link",
+        "history-suppression",
+        "ended-by-model",
+    }
+)
 
 # Claude Code's file tools: the input key naming the file, and whether the tool writes it.
 FILE_TOOLS = {
@@ -78,6 +118,19 @@ IDENTITY = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch
 
 # Attachment fields that describe it for the UI rather than carry what the model reads.
 _NOT_SENT = {"type", "displayPath", "commandMode", "isInitial", "itemCount", "skillCount"}
+# Attachment types no message is rendered from (2.1.332: the prompt snapshot each request writes, and
+# the types its renderer skips).
+_NEVER_RENDERED = frozenset({"prompt_snapshot", "poll_events", "project_doc_reads", "message_pdf_reads"})
+
+
+def _rendered_texts(part: dict) -> list[str]:
+    """The texts of one message an attachment's `rendered` holds: its content, a string or text blocks."""
+    content = part.get("content")
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    return []
 
 
 def parent_field(record: dict) -> str:
@@ -91,6 +144,51 @@ def parent_field(record: dict) -> str:
 
 def is_compact_boundary(record: dict) -> bool:
     return record.get("type") == "system" and record.get("subtype") == "compact_boundary"
+
+
+def discovered_tools(record: dict) -> list[str]:
+    """The deferred tools whose definitions a record makes Claude Code send (its tool search): the
+    `tool_reference` blocks inside a user record's tool results, or the names a compaction boundary
+    carried over from the history it replaced (`compactMetadata.preCompactDiscoveredTools`). Claude Code
+    looks them up in the history it resumes (2.1.332, extractDiscoveredToolNames); a tool no longer
+    named there is no longer offered to the model."""
+    kind = record.get("type")
+    if kind == "system":
+        metadata = record.get("compactMetadata") if is_compact_boundary(record) else None
+        names = metadata.get("preCompactDiscoveredTools") if isinstance(metadata, dict) else None
+        return [name for name in names if isinstance(name, str)] if isinstance(names, list) else []
+    message = record.get("message") if kind == "user" else None
+    content = message.get("content") if type(message) is dict else None
+    if type(content) is not list:
+        return []
+    names = []
+    for block in content:
+        if type(block) is dict and block.get("type") == "tool_result" and type(block.get("content")) is list:
+            for part in block["content"]:
+                if type(part) is dict and part.get("type") == "tool_reference":
+                    name = part.get("tool_name")
+                    if isinstance(name, str):
+                        names.append(name)
+    return names
+
+
+def preserved_head(record: dict) -> tuple[str, str] | None:
+    """(the first record it keeps, the record that one now follows) of a compaction boundary that keeps
+    the end of the history it replaces (Claude Code 2.1: `compactMetadata.preservedMessages`, the uuids
+    kept, or `preservedSegment`, head to tail; both name the anchor, the boundary or its summary). The
+    kept records stay where they were written; Claude Code re-links the first to the anchor when it
+    loads the session, and what came before it is no longer sent."""
+    metadata = record.get("compactMetadata") if is_compact_boundary(record) else None
+    if not isinstance(metadata, dict):
+        return None
+    listed, segment = metadata.get("preservedMessages"), metadata.get("preservedSegment")
+    if isinstance(listed, dict) and isinstance(listed.get("uuids"), list) and listed["uuids"]:
+        head, anchor = listed["uuids"][0], listed.get("anchorUuid")
+    elif isinstance(segment, dict):
+        head, anchor = segment.get("headUuid"), segment.get("anchorUuid")
+    else:
+        return None
+    return (head, anchor) if isinstance(head, str) and isinstance(anchor, str) and head != anchor else None
 
 
 def is_sidechain(record: dict) -> bool:
@@ -237,10 +335,21 @@ class ClaudeCodeDialect(Dialect):
         return is_sidechain(record)
 
     def seen_by_model(self, record: dict) -> dict | None:
-        """Attachment records (2.1.9x and later): Claude Code sends their text with the next turn."""
-        if record.get("type") != "attachment" or not isinstance(record.get("attachment"), dict):
+        """Attachment records (2.1.9x and later): Claude Code sends their text with the next turn. Later
+        versions write what is sent beside the attachment (`rendered`: its messages' contents); an
+        attachment written without it is rendered when the session loads, from its fields, except a
+        prompt snapshot (the system prompt and tools of a request: no message) and the types Claude Code
+        never renders."""
+        attachment = record.get("attachment")
+        if record.get("type") != "attachment" or not isinstance(attachment, dict):
             return None
-        texts = list(json_strings({k: v for k, v in record["attachment"].items() if k not in _NOT_SENT}))
+        rendered = record.get("rendered")
+        if isinstance(rendered, list):
+            texts = [text for part in rendered if isinstance(part, dict) for text in _rendered_texts(part)]
+        elif attachment.get("type") in _NEVER_RENDERED:
+            return None
+        else:
+            texts = list(json_strings({k: v for k, v in attachment.items() if k not in _NOT_SENT}))
         return {"role": "user", "content": [{"type": "text", "text": "\n".join(texts)}]} if texts else None
 
     def is_user_words(self, record: dict) -> bool:
@@ -270,7 +379,8 @@ class ClaudeCodeDialect(Dialect):
         return message.get("id") if message is not None and record.get("type") == "assistant" else None
 
     def stays_on_top(self, record: dict) -> bool:
-        return record.get("type") == "summary"  # the session's title in the resume list
+        """The session's state (its title in the resume list, its tag, mode, PR link): not summarized."""
+        return record.get("type") in SESSION_STATE
 
     def link(self, record: dict) -> tuple[str | None, str | None]:
         uuid, parent = record.get("uuid"), record.get(parent_field(record))
@@ -284,6 +394,11 @@ class ClaudeCodeDialect(Dialect):
         if field == "parentUuid" or parent is not None:
             record[field] = parent
 
+    def feeds_summary(self, record: dict) -> bool:
+        return bool(discovered_tools(record))
+
+    feeds_beside_edges = True
+
     def summary_records(
         self,
         text: str,
@@ -295,9 +410,10 @@ class ClaudeCodeDialect(Dialect):
     ) -> list[dict]:
         """What Claude Code writes at a compaction: a `system` `compact_boundary` record (`parentUuid`
         null, `logicalParentUuid` the last uuid of `context_records`, `compactMetadata` {trigger:
-        manual, preTokens}) and a user record with `isCompactSummary` whose content is `text`, both
-        with the identity fields of the last of `context_records` that has a sessionId, fresh uuids
-        and timestamps."""
+        manual, preTokens, and `preCompactDiscoveredTools`, sorted, where `context_records` name
+        deferred tools: discovered_tools}) and a user record with `isCompactSummary` whose content is
+        `text`, both with the identity fields of the last of `context_records` that has a sessionId,
+        fresh uuids and timestamps."""
         when = now or datetime.now(UTC)
         import uuid  # only here: a compaction is written (start-up time of every other command)
 
@@ -322,6 +438,9 @@ class ClaudeCodeDialect(Dialect):
             "level": "info",
             "compactMetadata": {"trigger": "manual", "preTokens": pre_tokens or 0},
         }
+        tools = sorted({name for record in context_records for name in discovered_tools(record)})
+        if tools:
+            boundary["compactMetadata"]["preCompactDiscoveredTools"] = tools
         summary = {
             "parentUuid": boundary_uuid,
             **identity,
@@ -354,6 +473,8 @@ class ChainOrder:
       unless it starts with a prompt the user typed or with an assistant record of another response:
       then it was abandoned (a rewind, a regenerated answer) and stays in the file, outside the
       conversation. A parent that is not in the file (a torn line) is taken to be the record before.
+    - A compaction that keeps the end of the history (preserved_head) is read as Claude Code loads it:
+      the boundary starts the tree and the first record kept follows the anchor (_relink_kept_ends).
     - Records come in file order wherever their parents allow (records written out of order wait for
       their parent); records sharing a message.id (a string; any other id groups nothing) are one
       assistant message: the records written between its first and last part (its tool results) come
@@ -459,7 +580,7 @@ class _Chain:
     Only equality is asked of them, and two distinct ids share a hash with a chance of about n²/2⁶⁵ for
     n records (one in 10¹² for a file of ten thousand records, one in 10⁷ for two million)."""
 
-    __slots__ = ("lines", "offsets", "uuids", "parts", "named", "last", "opened", "_active")
+    __slots__ = ("lines", "offsets", "uuids", "parts", "named", "last", "opened", "_active", "_kept_ends")
 
     def __init__(self) -> None:
         # Machine integers, not int objects: two per record of a long transcript, kept to the end.
@@ -473,6 +594,9 @@ class _Chain:
             None  # the line of the first record seen (each takes `link` until one is placed)
         )
         self._active: tuple[int, list[int] | range] = (-1, range(0))
+        # Compactions that keep the end of the history (preserved_head): (boundary position, hash of
+        # the first record kept, hash of the anchor it is re-linked to).
+        self._kept_ends: list[tuple[int, int, int]] = []
 
     def opened_at(self) -> int:
         return self.opened if self.opened is not None else -1
@@ -493,6 +617,10 @@ class _Chain:
             compaction = is_compact_boundary(record) or get("isCompactSummary") is True
             parent = _BEFORE if compaction or "parentUuid" not in record else None
         self.named[len(self.lines)] = hash(parent) if type(parent) is str else parent
+        if get("type") == "system":
+            kept = preserved_head(record)
+            if kept is not None:
+                self._kept_ends.append((len(self.lines), hash(kept[0]), hash(kept[1])))
         try:
             self.lines.append(line)
         except OverflowError:
@@ -506,6 +634,7 @@ class _Chain:
         """Positions of the records of the active branch, in the order the model saw them."""
         count = len(self.lines)
         if self._active[0] != count:
+            self._relink_kept_ends()
             if _has_repeats(self.uuids):
                 ordered = self._repeats_resolved()
             else:  # only the parents named are looked up: no dict of every uuid
@@ -514,6 +643,19 @@ class _Chain:
                 ordered = self._order({self.uuids[at]: at for at in found})
             self._active = (count, ordered)
         return self._active[1]
+
+    def _relink_kept_ends(self) -> None:
+        """As Claude Code loads a compaction that keeps the end of the history: the boundary starts the
+        tree (it no longer continues the history it replaced), and the first record kept follows the
+        anchor. A compaction whose first record kept is not in the file stays as it was written."""
+        for boundary, head, anchor in self._kept_ends:
+            try:
+                at = self.uuids.index(head)
+            except ValueError:
+                continue
+            if at < boundary:
+                self.named[boundary] = None
+                self.named[at] = anchor
 
     def in_file_order(self) -> bool:
         """Every record is on the active branch, in file order."""

@@ -47,6 +47,9 @@ UI_COPIES = {
 # CommandExecution whose `id` is the call id).
 ITEM_COPIES = {"CommandExecution": ("aggregated_output",)}
 LOCAL_SHELL = "local_shell"
+# Items that carry a remote compaction's encrypted summary: `compaction` (alias `compaction_summary`), and
+# `context_compaction`, which Codex 0.171 writes in its place (codex-rs/protocol models.rs, ResponseItem).
+REMOTE_SUMMARIES = frozenset({"compaction", "compaction_summary", "context_compaction"})
 
 
 def is_record(record: dict) -> bool:
@@ -259,11 +262,11 @@ def normalize_item(entry: dict) -> dict | None:
             [s.get("text", "") for s in summary if isinstance(s, dict)] if isinstance(summary, list) else []
         )
         return {"role": "assistant", "content": [{"type": "thinking", "thinking": "\n".join(texts)}]}
-    if kind == "compaction":
+    if kind in REMOTE_SUMMARIES:
         # A remote compaction's summary, encrypted: priced as opaque text of its length.
         return {
             "role": "user",
-            "content": [{"type": "text", "text": str(entry.get("encrypted_content", ""))}],
+            "content": [{"type": "text", "text": str(entry.get("encrypted_content") or "")}],
         }
     return None
 

@@ -35,12 +35,14 @@ USER = "user.message"
 ASSISTANT = "assistant.message"
 RESULT = "tool.execution_complete"
 SYSTEM = "system.message"
+ABORT = "abort"  # the user interrupted the turn; Copilot answers its calls still open when it resumes
 COMPACTION_START = "session.compaction_start"
 COMPACTION_DONE = "session.compaction_complete"
 MESSAGE_EVENTS = frozenset({USER, ASSISTANT, RESULT})
-# The fields of a tool's result besides `content` (what the model is sent) that repeat its output for
-# the UI: `detailedContent` (the whole output, or a diff of the file viewed), `contents` (rich blocks).
-UI_FIELDS = ("detailedContent", "contents")
+# The fields of a tool's result besides `content` that repeat its output: for the UI `detailedContent`
+# (the whole output, or a diff of the file viewed) and `contents` (rich blocks); `structuredContent` (an
+# MCP tool's JSON, verbatim); and `binaryResultsForLlm`, the images the model is sent with `content`.
+UI_FIELDS = ("detailedContent", "contents", "structuredContent", "binaryResultsForLlm")
 # How Copilot frames a compaction's summary when it resumes (seen in what 1.0.102 sends): the user's
 # messages before it, then the summary. estimate counts the frame and the summary.
 SUMMARY_FRAME = (
@@ -57,6 +59,8 @@ CHECKPOINTS = "checkpoints"
 HOOK_START = "hook.start"
 HOOK_COPY_TEXT = "textResultForLlm"
 HOOK_UI_FIELDS = ("sessionLog", "contents", "binaryResultsForLlm")
+# How Copilot 1.0.102 writes a long copy itself: no copy of the output, so never one micro clears.
+HOOK_ELIDED = "[copilot:elided "
 
 
 def is_event(record: dict) -> bool:
@@ -105,12 +109,11 @@ def hook_copy(record: dict) -> dict | None:
 
 
 def empty_ui_fields(holder: dict, names: tuple[str, ...]) -> None:
-    """Empty the UI's copies of an output in place, each as a field of its own type ("" or [])."""
+    """Empty the UI's copies of an output in place, each as a field of its own type ("", [] or {})."""
     for name in names:
-        if isinstance(holder.get(name), str):
-            holder[name] = ""
-        elif isinstance(holder.get(name), list):
-            holder[name] = []
+        value = holder.get(name)
+        if isinstance(value, str | list | dict):
+            holder[name] = type(value)()
 
 
 def tool_requests(fields: dict) -> list[dict]:
@@ -264,10 +267,13 @@ class CopilotDialect(Dialect):
         return [ToolResult(call if isinstance(call, str) else None, -1, result_content(fields))]
 
     def unnamed_result_copy(self, record: dict) -> tuple[str, object] | None:
-        """A postToolUse hook.start: the copy of the result Copilot completes next (HOOK_START)."""
+        """A postToolUse hook.start: the copy of the result Copilot completes next (HOOK_START); not one
+        that Copilot elided itself."""
         copy = hook_copy(record)
-        name = data(record)["input"].get("toolName") if copy is not None else None
-        return (name, copy[HOOK_COPY_TEXT]) if isinstance(name, str) and copy is not None else None
+        if copy is None or copy[HOOK_COPY_TEXT].startswith(HOOK_ELIDED):
+            return None
+        name = data(record)["input"].get("toolName")
+        return (name, copy[HOOK_COPY_TEXT]) if isinstance(name, str) else None
 
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         """The model's copy gets the placeholder; the UI's copies in the same event are emptied (a
@@ -338,9 +344,15 @@ class CopilotDialect(Dialect):
 
     def is_user_words(self, record: dict) -> bool:
         """The nudges Copilot sends as a user turn with no words of the user's (`content` empty, the
-        nudge in `transformedContent`) are not the user's. A compaction's summary counts as theirs, as
-        the other dialects' summaries do: a digest of a later part carries it on as the earlier task."""
-        content = data(record).get("content")
+        nudge in `transformedContent`) are not the user's, nor a message with a `source` other than
+        "user" (a hidden skill injection `skill-<name>`, a prompt from another agent `agent-<id>`) or
+        autopilot's continuation prompt (`isAutopilotContinuation`): Copilot's own test for the user's
+        prompts. A compaction's summary counts as theirs, as the other dialects' summaries do: a digest
+        of a later part carries it on as the earlier task."""
+        fields = data(record)
+        content = fields.get("content")
+        if fields.get("source") not in (None, "user") or fields.get("isAutopilotContinuation") is True:
+            return False
         return not isinstance(content, str) or bool(content.strip())
 
     def instructions(self, record: dict) -> str | None:
@@ -348,6 +360,11 @@ class CopilotDialect(Dialect):
             return None
         text = data(record).get("content")
         return text if isinstance(text, str) and text else None
+
+    def aborts_turn(self, record: dict) -> bool:
+        """An `abort`: Copilot sends the calls it left open as interrupted ("The execution of this
+        tool, or a previous tool was interrupted.")."""
+        return record.get("type") == ABORT
 
     def usage(self, record: dict) -> dict | None:
         return None  # usage lives on records of its own (recorded_call)
@@ -380,8 +397,13 @@ class CopilotDialect(Dialect):
         return given + output, output, usage.get("apiCallId") or record.get("id")
 
     def call_id(self, record: dict) -> object:
-        # One model response is one assistant.message event.
-        return None
+        """Copilot 1.0.10x splits one model response into an assistant.message per reasoning boundary
+        (`chunkIndex` of `chunkCount`), all with the call's `apiCallId`; without one (1.0.10), each
+        assistant.message is a response of its own."""
+        if record.get("type") != ASSISTANT:
+            return None
+        call = data(record).get("apiCallId")
+        return call if isinstance(call, str) and call else None
 
     def stays_on_top(self, record: dict) -> bool:
         return record.get("type") == "session.start"  # Copilot reads the session from its first event

@@ -150,34 +150,60 @@ def normalize_message(record: dict) -> dict | None:
     return {"role": "assistant", "content": blocks} if blocks else None
 
 
-def _results(record: dict, base: int = 0) -> list[ToolResult]:
-    """The calls' outputs a message record holds: in a gemini record's toolCalls (slot: the call's
-    index), in a user record's functionResponse parts (slot: the part's index; Gemini CLI 0.61 records
-    the responses it sends as a user record of their own too)."""
-    if record.get("type") == "user":
-        parts = gp.part_list(record.get("content"))
-        return [
-            ToolResult(gp.given_id(response), base | index, gp.response_content(response))
-            for index, response in gp.responses(parts)
-        ]
-    found = []
-    for index, call in enumerate(tool_calls(record)):
-        for _, response in gp.responses(result_parts(call)):
-            found.append(
-                ToolResult(
-                    gp.given_id(response) or call.get("id"), base | index, gp.response_content(response)
-                )
-            )
-            break  # one response per call
+def answers(parts: list) -> list[tuple[dict, list[int]]]:
+    """Each functionResponse among the parts, with the indices of the media parts after it (before the next
+    response): the images and files a tool returned, which Gemini CLI puts beside its response when the
+    model takes none inside one (`convertToFunctionResponse`). They are the tool's output too."""
+    found: list[tuple[dict, list[int]]] = []
+    for index, part in enumerate(parts):
+        if not isinstance(part, dict):
+            continue
+        response = part.get("functionResponse")
+        if isinstance(response, dict):
+            found.append((response, []))
+        elif found and ("inlineData" in part or "fileData" in part):
+            found[-1][1].append(index)
     return found
 
 
-def _answered(call: dict) -> bool:
-    """Whether a call's result holds a response (`_results` takes one per call)."""
-    result = call.get("result")
-    if not result:
-        return False
-    return isinstance(result, str) or bool(gp.responses(gp.part_list(result)))
+def answer_content(response: dict, parts: list, media: list[int]) -> object:
+    """What a response gives the model, the media beside it included."""
+    content = gp.response_content(response)
+    if not media:
+        return content
+    head = content if isinstance(content, list) else [{"type": "text", "text": content}]
+    return [*head, *gp.blocks([parts[index] for index in media])]
+
+
+def _call_answers(record: dict) -> list[tuple[dict, list, dict, list[int]]]:
+    """(call, its result's parts, response, media) of each response a gemini record's calls hold, in order.
+    Each call's own; and, in the checkpoint Gemini CLI writes when it resumes a session, those of the calls
+    beside it: `updateMessagesFromHistory` gives each call of a turn every part of the turn's answer, and
+    Gemini CLI sends every one (`convertSessionToClientHistory`)."""
+    found = []
+    for call in tool_calls(record):
+        parts = result_parts(call)
+        for response, media in answers(parts):
+            found.append((call, parts, response, media))
+    return found
+
+
+def _results(record: dict, base: int = 0) -> list[ToolResult]:
+    """The calls' outputs a message record holds: in a gemini record's toolCalls, in a user record's
+    functionResponse parts (Gemini CLI 0.61 records the responses it sends as a user record of their own
+    too). A result's slot is the response's number in the record."""
+    if record.get("type") == "user":
+        parts = gp.part_list(record.get("content"))
+        return [
+            ToolResult(gp.given_id(response), base | number, answer_content(response, parts, media))
+            for number, (response, media) in enumerate(answers(parts))
+        ]
+    return [
+        ToolResult(
+            gp.given_id(response) or call.get("id"), base | number, answer_content(response, parts, media)
+        )
+        for number, (call, parts, response, media) in enumerate(_call_answers(record))
+    ]
 
 
 def _result_count(record: dict) -> int:
@@ -185,7 +211,19 @@ def _result_count(record: dict) -> int:
     would be serialized for it)."""
     if record.get("type") == "user":
         return len(gp.responses(gp.part_list(record.get("content"))))
-    return sum(1 for call in tool_calls(record) if _answered(call))
+    return sum(len(gp.responses(result_parts(call))) for call in tool_calls(record))
+
+
+def _drop_parts(parts: object, drop: list[int]) -> object:
+    """A part list without the parts at `drop` (a new list; anything else as it is)."""
+    if not drop or not isinstance(parts, list):
+        return parts
+    gone = set(drop)
+    return [part for index, part in enumerate(parts) if index not in gone]
+
+
+def _clears_display(display: object) -> bool:
+    return (isinstance(display, str) and display != "") or isinstance(display, list)
 
 
 def clear_display(call: dict, content: object) -> None:
@@ -193,9 +231,36 @@ def clear_display(call: dict, content: object) -> None:
     tokens) would keep it: it shows what the model is now sent. An object stays: Gemini CLI reads state
     from it (an edit's file diff, which /rewind reverts the file with; the todo list; a sub-agent's
     progress), docs/design.md, "Gemini CLI sessions"."""
-    display = call.get("resultDisplay")
-    if (isinstance(display, str) and display) or isinstance(display, list):
+    if _clears_display(call.get("resultDisplay")):
         call["resultDisplay"] = content
+
+
+def display_left(call: dict) -> bool:
+    """Whether a call's rendering still differs from its output where clear_display would make them
+    one (an earlier version cleared `result` alone)."""
+    display = call.get("resultDisplay")
+    if not _clears_display(display):
+        return False
+    result = call.get("result")
+    if isinstance(result, str):
+        return display != result
+    for _, response in gp.responses(gp.part_list(result)):
+        return display != gp.response_content(response)
+    return False
+
+
+def _image_part_lists(record: dict) -> list[list]:
+    """The part lists of a record that may hold images, in order: a user turn's content; a gemini record's
+    calls' results (an image read_file or an MCP tool returned: inside the response or beside it); those
+    of the messages of a checkpoint. Their parts are the record's own objects."""
+    found: list[list] = []
+    for source in checkpoint(record) or [record]:
+        kind = source.get("type")
+        if kind == "user":
+            found.append(gp.part_list(source.get("content")))
+        elif kind == "gemini":
+            found.extend(gp.part_list(call.get("result")) for call in tool_calls(source))
+    return found
 
 
 class UpsertOrder:
@@ -292,11 +357,7 @@ class GeminiCliDialect(Dialect):
         parts = gp.part_list(content) if content is not None else []
         uses = [ToolUse(call["id"], gp.name_of(call)) for _, call in gp.calls(parts) if gp.given_id(call)]
         if kind == "user":
-            results = [
-                ToolResult(gp.given_id(response), index, gp.response_content(response))
-                for index, response in gp.responses(parts)
-            ]
-            return uses, results
+            return uses, _results(record)
         calls = tool_calls(record)
         if not calls:
             return uses, []
@@ -322,19 +383,29 @@ class GeminiCliDialect(Dialect):
     def set_result_content(self, record: dict, slot: int, content: object) -> None:
         messages = checkpoint(record)
         holder = messages[slot >> SLOT_BITS] if messages is not None else record
-        index = slot & ((1 << SLOT_BITS) - 1)
+        number = slot & ((1 << SLOT_BITS) - 1)
         if holder.get("type") == "user":
-            gp.clear_response(gp.part_list(holder.get("content"))[index]["functionResponse"], str(content))
+            response, media = answers(gp.part_list(holder.get("content")))[number]
+            gp.clear_response(response, str(content))
+            holder["content"] = _drop_parts(holder.get("content"), media)
             return
-        call = tool_calls(holder)[index]
-        clear_display(call, content)
-        result = call.get("result")
-        if isinstance(result, str):
+        call, _, response, media = _call_answers(holder)[number]
+        if gp.given_id(response) in (None, call.get("id")):  # the call's own output, not a neighbour's
+            clear_display(call, content)
+        if isinstance(call.get("result"), str):
             call["result"] = content
             return
-        for _, response in gp.responses(gp.part_list(result)):
-            gp.clear_response(response, str(content))
-            return
+        gp.clear_response(response, str(content))
+        call["result"] = _drop_parts(call.get("result"), media)
+
+    def ui_copy_left(self, record: dict, slot: int) -> bool:
+        messages = checkpoint(record)
+        holder = messages[slot >> SLOT_BITS] if messages is not None else record
+        if holder.get("type") == "user":
+            return False  # a response recorded on its own: no rendering beside it
+        calls = tool_calls(holder)
+        index = slot & ((1 << SLOT_BITS) - 1)
+        return index < len(calls) and display_left(calls[index])
 
     def compaction(self, record: dict) -> str | None:
         return BOUNDARY if checkpoint(record) is not None else None
@@ -386,12 +457,16 @@ class GeminiCliDialect(Dialect):
         ]
 
     def images(self, record: dict) -> list[Image]:
-        return gp.images(gp.part_list(record.get("content"))) if record.get("type") == "user" else []
+        return [image for parts in _image_part_lists(record) for image in gp.images(parts)]
 
     def replace_images(self, record: dict, which: frozenset[int]) -> None:
-        content = record.get("content")
-        if isinstance(content, list):
-            gp.replace_images(content, which)
+        first = 0
+        for parts in _image_part_lists(record):
+            count = len(gp.images(parts))
+            mine = frozenset(number - first for number in which if first <= number < first + count)
+            if mine:
+                gp.replace_images(parts, mine)
+            first += count
 
     def summary_records(
         self,
@@ -413,8 +488,13 @@ ACKNOWLEDGEMENT = "Got it. Thanks for the additional context!"
 
 
 def snapshot_text(text: str) -> str:
-    """The summary as Gemini CLI's compression writes it: inside a <state_snapshot> element."""
-    return text if SNAPSHOT_OPEN in text else f"{SNAPSHOT_OPEN}\n{text.strip()}\n{SNAPSHOT_CLOSE}"
+    """The summary as Gemini CLI's compression writes it: inside a <state_snapshot> element (a summary
+    that quotes an earlier one holds the tag too, not around it)."""
+    return (
+        text
+        if text.lstrip().startswith(SNAPSHOT_OPEN)
+        else f"{SNAPSHOT_OPEN}\n{text.strip()}\n{SNAPSHOT_CLOSE}"
+    )
 
 
 def compression_records(text: str, now: datetime, new_uuid: Callable[[], str]) -> list[dict]:

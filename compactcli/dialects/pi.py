@@ -50,8 +50,10 @@ ENTRY_TYPES = frozenset(
         "session_info",
     }
 )
+# `hookMessage`: a `custom` message as version 2 files spell it (pi renames it when it opens the file).
+CUSTOM_ROLES = ("custom", "hookMessage")
 ROLES = frozenset(
-    {"user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"}
+    {"user", "assistant", "toolResult", "bashExecution", "branchSummary", "compactionSummary", *CUSTOM_ROLES}
 )
 # How pi puts a summary in front of the model (messages.ts, convertToLlm).
 COMPACTION_PREFIX = (
@@ -100,8 +102,8 @@ def _block(block: object) -> object:
             "input": block.get("arguments"),
         }
     if kind == "thinking":
-        if block.get("redacted"):
-            return {"type": "redacted_thinking", "data": block.get("thinking", "")}
+        if block.get("redacted"):  # the opaque payload is the signature; `thinking` only says so
+            return {"type": "redacted_thinking", "data": block.get("thinkingSignature") or ""}
         return {
             "type": "thinking",
             "thinking": block.get("thinking", ""),
@@ -172,7 +174,7 @@ def normalize_entry(record: dict) -> dict | None:
         return {"role": "user", "content": [result]}
     if role == "bashExecution":
         return None if message.get("excludeFromContext") else _user_text(bash_text(message))
-    if role == "custom":
+    if role in CUSTOM_ROLES:
         content = message.get("content")
         return {
             "role": "user",
@@ -229,11 +231,16 @@ def scan_entry(record: dict) -> Scan:
     return uses, ()
 
 
+# The messages whose content may hold images (pi-ai's ImageContent): the user's, tool results, and the
+# messages extensions inject (a `custom` message, a `custom_message` entry).
+IMAGE_ROLES = ("user", "toolResult", *CUSTOM_ROLES)
+
+
 def _images(record: dict) -> list[dict]:
-    message = entry_message(record)
+    message = record if record.get("type") == "custom_message" else entry_message(record)
     content = (
         message.get("content")
-        if message is not None and message.get("role") in ("user", "toolResult")
+        if message is not None and (message is record or message.get("role") in IMAGE_ROLES)
         else None
     )
     if not isinstance(content, list):
@@ -388,7 +395,9 @@ class PiDialect(Dialect):
                 text = _image(block).placeholder()
                 block.clear()
                 block.update({"type": "text", "text": text})
-        record["message"].pop("details", None)
+        message = entry_message(record)
+        if message is not None and message.get("role") == "toolResult":
+            message.pop("details", None)  # the UI's copy; an extension's `details` are its own data
 
     def thinking(self, record: dict) -> str | None:
         message = entry_message(record)

@@ -222,8 +222,13 @@ class QwenCodeDialect(Dialect):
         return record.get("uuid") if record.get("type") == "assistant" else None
 
     def is_user_words(self, record: dict) -> bool:
-        """A prompt a cron job or a background agent's notification put in the user's turn: not theirs."""
-        return record.get("subtype") not in ("cron", "notification")
+        """Not the user's: a prompt a cron job or a background agent's notification put in the user's turn,
+        and the bridge a compression puts after the summary (CONTINUATION)."""
+        if record.get("subtype") in ("cron", "notification"):
+            return False
+        message = self.message(record)
+        parts = message.get("parts") if message is not None else None
+        return not (isinstance(parts, list) and parts_of.text_of(parts).strip() == CONTINUATION)
 
     def working_folder(self, record: dict) -> str | None:
         folder = record.get("cwd")
@@ -322,13 +327,18 @@ class QwenCodeDialect(Dialect):
         return failed
 
     def images(self, record: dict) -> list[Image]:
-        message = self.message(record)
-        return parts_of.images(message.get("parts") or []) if message is not None else []
+        """The images of a record's Contents: its message's, or those of a compression's history (sent when
+        Qwen Code resumes, as the records before it are not)."""
+        return [image for parts in _part_lists(record) for image in parts_of.images(parts)]
 
     def replace_images(self, record: dict, which: frozenset[int]) -> None:
-        message = self.message(record)
-        if message is not None and isinstance(message.get("parts"), list):
-            parts_of.replace_images(message["parts"], which)
+        first = 0
+        for parts in _part_lists(record):
+            count = len(parts_of.images(parts))
+            mine = frozenset(number - first for number in which if first <= number < first + count)
+            if mine:
+                parts_of.replace_images(parts, mine)
+            first += count
 
     def thinking(self, record: dict) -> str | None:
         """Thought parts of a model turn: removed from the record (never the record itself, whose
@@ -431,6 +441,11 @@ def _contents(record: dict) -> list[dict] | tuple[dict, ...]:
     if record.get("type") == "system" and record.get("subtype") == COMPRESSION:
         return compressed_history(record) or ()
     return ()
+
+
+def _part_lists(record: dict) -> list[list]:
+    """The parts lists of the Contents a record holds (the record's own lists)."""
+    return [content["parts"] for content in _contents(record) if isinstance(content.get("parts"), list)]
 
 
 def _part_places(record: dict) -> list[tuple[list, int]]:

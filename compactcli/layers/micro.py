@@ -42,6 +42,15 @@ _CUT_MARK = "\n[... {:,} characters truncated ...]\n"
 _CUT_MARK_PATTERN = re.compile(r"\n\[\.\.\. [0-9,]+ characters truncated \.\.\.\]\n")
 
 
+@dataclass(frozen=True)
+class Reclear:
+    """What a result an earlier run cleared is given again, its placeholder, so that the UI's copies an
+    earlier version left beside it are cleared as with a fresh clear (docs/design.md, "A result cleared
+    before"); counted as UI copies cleared, not as results."""
+
+    text: str
+
+
 def cut_text(text: str, cut: Cut) -> str:
     tail = text[len(text) - cut.tail :] if cut.tail else ""
     return text[: cut.head] + _CUT_MARK.format(len(text) - cut.head - cut.tail) + tail
@@ -126,6 +135,14 @@ class MicroOptions:
         placeholder = self.render(tool_name)
         return None if fact.text == placeholder else placeholder  # None: cleared by an earlier run
 
+    def reclear_for(self, fact: ResultFact, tool_name: str, superseded: bool = False) -> Reclear | None:
+        """A result an earlier run cleared, which this run would clear too: its placeholder again, for
+        the UI's copies left beside it, else None."""
+        if tool_name in self.preserve and not superseded:
+            return None
+        placeholder = self.render(tool_name)
+        return Reclear(placeholder) if fact.text == placeholder else None
+
 
 @dataclass(slots=True)
 class ResultFact:
@@ -139,6 +156,8 @@ class ResultFact:
     # The tool's name where its use was read before the result and the id was let go (then
     # tool_use_id is None: MicroIndex.keep_ids).
     tool_name: str | None = None
+    # The result may be a placeholder already and a UI copy beside it was left (Dialect.ui_copy_left).
+    copy_left: bool = False
 
 
 class Facts:
@@ -154,7 +173,7 @@ class Facts:
         # The tool use id, or (flag 4) the tool's name where the id was let go: one column for both.
         self.ids: list[str | None] = []
         self.chars = narrow()
-        self.flags = bytearray()  # 1: is_text, 2: truncated, 4: ids holds the tool's name
+        self.flags = bytearray()  # 1: is_text, 2: truncated, 4: ids holds the tool's name, 8: copy_left
         self.texts: dict[int, str] = {}  # position -> text, for the few results that keep theirs
         for fact in facts:
             self.append(fact)
@@ -176,7 +195,7 @@ class Facts:
             self.chars.append(fact.chars)
         except OverflowError:
             self.chars = widened(self.chars, fact.chars)
-        self.flags.append(fact.is_text | fact.truncated << 1 | named << 2)
+        self.flags.append(fact.is_text | fact.truncated << 1 | named << 2 | fact.copy_left << 3)
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -186,7 +205,9 @@ class Facts:
         text = self.texts.get(at) if self.texts else None
         line, slot, chars = self.lines[at], self.slots[at], self.chars[at]
         use_id, name = (None, self.ids[at]) if flags & 4 else (self.ids[at], None)
-        return ResultFact(line, slot, use_id, bool(flags & 1), chars, text, bool(flags & 2), name)
+        return ResultFact(
+            line, slot, use_id, bool(flags & 1), chars, text, bool(flags & 2), name, bool(flags & 8)
+        )
 
     def __iter__(self) -> Iterator[ResultFact]:
         texts = self.texts
@@ -195,12 +216,16 @@ class Facts:
             for line, slot, key, flags, chars in columns:
                 named = flags & 4 != 0
                 use_id, name = (None, key) if named else (key, None)
-                yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, None, flags & 2 != 0, name)
+                yield ResultFact(
+                    line, slot, use_id, flags & 1 != 0, chars, None, flags & 2 != 0, name, flags & 8 != 0
+                )
             return
         for at, (line, slot, key, flags, chars) in enumerate(columns):
             use_id, name = (None, key) if flags & 4 else (key, None)
             text = texts.get(at)
-            yield ResultFact(line, slot, use_id, flags & 1 != 0, chars, text, flags & 2 != 0, name)
+            yield ResultFact(
+                line, slot, use_id, flags & 1 != 0, chars, text, flags & 2 != 0, name, flags & 8 != 0
+            )
 
     def __reversed__(self) -> Iterator[ResultFact]:
         return map(self.__getitem__, range(len(self.lines) - 1, -1, -1))
@@ -267,6 +292,12 @@ class MicroIndex:
     # Copies that name no call (Dialect.unnamed_result_copy), until the result they repeat is seen:
     # tool name -> (digest of the output, line), oldest first; a few per tool, so memory stays flat.
     _unnamed: dict[str, deque[tuple[bytes, int]]] = field(default_factory=dict, init=False, repr=False)
+    # Such a copy that holds another text than the result right after it (no other result between), by
+    # that result's tool use id: (line, characters of the copy's text). The rare copy an earlier version
+    # left beside a result it cleared, or a copy of other text; cleared with its result where it holds
+    # more than --min-chars characters.
+    near_copies: dict[str, tuple[int, int]] = field(default_factory=dict)
+    _last_copy: tuple[str, int, int] | None = field(default=None, init=False, repr=False)
 
     placeholder: str = DEFAULT_PLACEHOLDER
     truncate: Cut | None = None
@@ -313,11 +344,15 @@ class MicroIndex:
                     waiting = self._unnamed[unnamed[0]] = deque(maxlen=_UNNAMED_WAITING)
                 waiting.append((_digest(unnamed[1]), line))
                 self.copy_count += 1  # its line is one micro may change
+                text = unnamed[1]
+                size = len(text) if isinstance(text, str) else content_chars(text)
+                self._last_copy = (unnamed[0], line, size)
         if not results:
             return []
         if self._unnamed:
             for result in results:
                 self._match_unnamed(result.tool_use_id, result.content)
+            self._last_copy = None
         facts = self.results.get(conversation)
         if facts is None:
             facts = self.results[conversation] = Facts()
@@ -339,6 +374,8 @@ class MicroIndex:
                 if name is not None:
                     use_id = None
             fact = ResultFact(line, result.slot, use_id, is_text, chars, short, False, name)
+            if short is not None:
+                fact.copy_left = self.dialect.ui_copy_left(record, result.slot)
             if self.truncate is not None and is_text:
                 fact.truncated = is_truncation(content, self.truncate)
             facts.append(fact)
@@ -346,8 +383,10 @@ class MicroIndex:
         return added
 
     def _match_unnamed(self, tool_use_id: str | None, content: object) -> None:
-        """A result takes the oldest waiting copy of the same tool with the same output."""
-        waiting = self._unnamed.get(self.tool_names.get(self.key(tool_use_id or ""), ""))
+        """A result takes the oldest waiting copy of the same tool with the same output, else the copy
+        written right before it (no other result between) if that one is of the same tool."""
+        name = self.tool_names.get(self.key(tool_use_id or ""), "")
+        waiting = self._unnamed.get(name)
         if not waiting or tool_use_id is None:
             return
         digest = _digest(content)
@@ -355,6 +394,15 @@ class MicroIndex:
             if copied == digest:
                 del waiting[position]
                 self.copies.setdefault(tool_use_id, []).append(line)
+                return
+        near = self._last_copy
+        if near is None or near[0] != name:
+            return
+        for position, (_, line) in enumerate(waiting):
+            if line == near[1]:
+                del waiting[position]
+                self.near_copies[tool_use_id] = (line, near[2])
+                self._last_copy = None
                 return
 
     def follow(self, lines: list[int]) -> None:
@@ -407,10 +455,12 @@ IMAGE_SLOT, DROP_SLOT, PARENT_SLOT, THINKING_SLOT = -3, -4, -5, -6
 
 def cleared(
     index: MicroIndex, options: MicroOptions, superseded: frozenset[tuple[int, int]] = frozenset()
-) -> Iterable[tuple[ResultFact, str | Cut]]:
+) -> Iterable[tuple[ResultFact, str | Cut | Reclear]]:
     """Each result micro clears, with what it becomes: all but the last `keep` of each conversation,
-    less the exceptions, and the `superseded` ones ((line, slot): --dedupe-reads)."""
+    less the exceptions, and the `superseded` ones ((line, slot): --dedupe-reads). A result an earlier
+    run cleared comes as a Reclear where a UI copy beside it was left."""
     repeat = index.dialect.results_repeat
+    near = index.near_copies
     for facts in index.results.values():
         old = max(len(facts) - options.keep, 0)
         recent = _recent_calls(facts, options.keep) if repeat else None
@@ -418,7 +468,10 @@ def cleared(
             stale = bool(superseded) and (fact.line, fact.slot) in superseded
             if (position in recent if recent is not None else position >= old) and not stale:
                 continue
-            placeholder = options.placeholder_for(fact, index.name_of(fact), stale)
+            name = index.name_of(fact)
+            placeholder: str | Cut | Reclear | None = options.placeholder_for(fact, name, stale)
+            if placeholder is None and fact.text is not None and (fact.copy_left or fact.tool_use_id in near):
+                placeholder = options.reclear_for(fact, name, stale)
             if placeholder is not None:
                 yield fact, placeholder
 
@@ -460,12 +513,23 @@ def plan(index: MicroIndex, options: MicroOptions, strategies: Strategies | None
     shared with other lines (single_change): replace it, never change it in place."""
     clears: Plan = {}
     superseded = strategies.superseded(index) if strategies is not None else frozenset()
+    near_copies = index.near_copies
     for fact, placeholder in cleared(index, options, superseded):
-        _add_change(clears, fact.line, fact.slot, placeholder)
-        # The UI's copy of a cleared result would keep what was cleared (a placeholder, even with --truncate).
-        for line in index.copies.get(fact.tool_use_id or "", ()):
+        if isinstance(placeholder, Reclear):
+            # Cleared before: only what was left of it (its copies matched by text hold it already).
+            if fact.copy_left:
+                _add_change(clears, fact.line, fact.slot, placeholder)
+            copy = placeholder.text
+        else:
+            _add_change(clears, fact.line, fact.slot, placeholder)
+            # The UI's copy of a cleared result would keep what was cleared (a placeholder, even with
+            # --truncate).
             copy = placeholder if isinstance(placeholder, str) else options.render(index.name_of(fact))
-            _add_change(clears, line, COPY_SLOT, copy)
+            for line in index.copies.get(fact.tool_use_id or "", ()):
+                _add_change(clears, line, COPY_SLOT, copy)
+        near = near_copies.get(fact.tool_use_id or "") if near_copies else None
+        if near is not None and near[1] > options.min_chars:
+            _add_change(clears, near[0], COPY_SLOT, copy)
     if strategies is not None:
         for line, changes in strategies.changes().items():
             if changes[0][0] == DROP_SLOT:
@@ -493,6 +557,8 @@ def apply(dialect: Dialect, record: dict, clears: Iterable[Change]) -> bool:
             dialect.drop_thinking(record)
         elif slot == PARENT_SLOT:
             dialect.set_parent(record, value)  # type: ignore[arg-type]
+        elif isinstance(value, Reclear):
+            dialect.set_result_content(record, slot, value.text)
         elif isinstance(value, Cut):
             content = next((r.content for r in dialect.tool_results(record) if r.slot == slot), None)
             if isinstance(content, str):

@@ -30,6 +30,9 @@ SUMMARY_PREFIX = "[Conversation compressed. Transcript: "
 CLAUDE_CODE_SUMMARY_PREFIX = "This session is being continued from a previous conversation"
 # What pi sends a compaction's summary as (its messages.ts, COMPACTION_SUMMARY_PREFIX).
 PI_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:"
+# What Gemini CLI's and Qwen Code's compressions have the model write the summary in (their compression
+# prompts), sent as the user's turn: summarize writes a Gemini CLI summary in it too.
+SNAPSHOT_SUMMARY_PREFIX = "<state_snapshot>"
 
 # Rendering limits (characters) for the model's copy of the transcript. A tool result or a file
 # written through a tool input is reference material; its head and tail carry what a summary needs.
@@ -241,11 +244,14 @@ def pin_closure(messages: Sequence[dict], pinned: set[int]) -> set[int]:
 
 
 def is_summary_message(message: dict) -> bool:
-    """Whether a normalized message is a compaction summary (ours, Claude Code's or pi's)."""
+    """Whether a normalized message is a compaction summary (ours, Claude Code's, pi's, Gemini CLI's or Qwen
+    Code's)."""
     if message.get("role") != "user":
         return False
     text = message_text(message).lstrip()
-    return text.startswith((SUMMARY_PREFIX, CLAUDE_CODE_SUMMARY_PREFIX, PI_SUMMARY_PREFIX))
+    return text.startswith(
+        (SUMMARY_PREFIX, CLAUDE_CODE_SUMMARY_PREFIX, PI_SUMMARY_PREFIX, SNAPSHOT_SUMMARY_PREFIX)
+    )
 
 
 # --------------------------------------------------------------------------- where to cut

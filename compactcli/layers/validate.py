@@ -68,6 +68,7 @@ class _Turns:
     uses: dict[str, int] = field(default_factory=dict)
     uses_line: int = 0  # first line of the assistant turn that made `uses`
     answered: set[str] = field(default_factory=set)
+    interrupted: bool = False  # the agent answers the tool uses left open itself (Dialect.aborts_turn)
 
     def add(self, line: int, message: dict) -> None:
         """One Anthropic-shaped message {"role", "content"}."""
@@ -85,17 +86,22 @@ class _Turns:
         else:
             self._user(line, blocks)
 
+    def aborted(self) -> None:
+        """The turn was interrupted: the tool uses still open are answered by the agent, not the file."""
+        self.interrupted = True
+
     def _begin(self, line: int, role: str) -> None:
         if role == ASSISTANT:
             self._report_unanswered()
             self.uses = {}
             self.uses_line = line
+            self.interrupted = False
         self.answered = set()
         self.role = role
 
     def _report_unanswered(self) -> None:
         """Called when the user turn after an assistant turn is over."""
-        if self.role != USER:
+        if self.role != USER or self.interrupted:
             return
         for use_id, use_line in self.uses.items():
             self.out.append(
@@ -386,6 +392,8 @@ class Validator:
             checker = self._checker(key)
             if isinstance(checker, _CallOutputs):
                 checker.aborted(line)
+            elif isinstance(checker, _Turns):
+                checker.aborted()
             return
         if dialect.one_message_per_line and dialect.message(record) is None:
             # One message per line in these dialects: anything else would be sent as garbage.

@@ -40,7 +40,7 @@ from compactcli.layers.estimate import (
     recorded_context,
     recorded_output,
 )
-from compactcli.layers.micro import MicroIndex, MicroOptions, cleared
+from compactcli.layers.micro import MicroIndex, MicroOptions, Reclear, cleared
 
 if TYPE_CHECKING:
     from compactcli.dialects.base import ModelView
@@ -451,7 +451,9 @@ class ContextCounter:
         if conv.top is None or self._micro is None:
             return []
         clearable = {
-            (fact.line, fact.tool_use_id or "") for fact, _ in cleared(self._micro, self._micro_options)
+            (fact.line, fact.tool_use_id or "")
+            for fact, placeholder in cleared(self._micro, self._micro_options)
+            if not isinstance(placeholder, Reclear)
         }
         return conv.top.result(conv.tool_names, clearable)
 

@@ -29,6 +29,7 @@ from compactcli.layers.micro import (
     MicroIndex,
     MicroOptions,
     Plan,
+    Reclear,
     apply,
     plan,
     single_change,
@@ -156,8 +157,9 @@ class MicroEdit:
                 if slot in _STRATEGY_CHANGES:
                     yield f"{self.path}:{number}: {_STRATEGY_CHANGES[slot]}"
                     continue
-                if slot == COPY_SLOT:
-                    yield f"{self.path}:{number}: clear the UI copy of a cleared tool result -> {placeholder}"
+                if slot == COPY_SLOT or isinstance(placeholder, Reclear):
+                    text = placeholder.text if isinstance(placeholder, Reclear) else placeholder
+                    yield f"{self.path}:{number}: clear the UI copy of a cleared tool result -> {text}"
                     continue
                 where = f"block {slot}" if slot >= 0 else "message"
                 yield f"{self.path}:{number}: clear tool result ({where}) -> {placeholder}"
@@ -248,6 +250,8 @@ def analyze(
                 name = index.known_name(fact)
                 if name is not None:
                     placeholder = options.placeholder_for(fact, name)
+                    if placeholder is None and fact.copy_left:
+                        placeholder = options.reclear_for(fact, name)
                     if placeholder is not None:
                         candidates.append((fact.slot, placeholder))
             if candidates:
@@ -277,13 +281,13 @@ def analyze(
     # Counted, not listed: a list of every change's slot would cost 8 bytes a cleared result.
     cleared = copies = 0
     for todo in edit.clears.values():
-        for slot, _ in todo:
-            if slot >= -1:
-                cleared += 1
-            elif slot == COPY_SLOT:
+        for slot, value in todo:
+            if slot == COPY_SLOT or type(value) is Reclear:
                 copies += 1
+            elif slot >= -1:
+                cleared += 1
     edit.stats["cleared"] = cleared
-    if index.copies:
+    if index.copies or index.near_copies or copies:
         edit.stats["ui_copies_cleared"] = copies
     if strategies is not None:
         edit.stats["strategies"] = options.strategies

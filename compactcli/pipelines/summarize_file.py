@@ -931,6 +931,8 @@ def _place_cut(
     edit.context_offsets = tuple(dict.fromkeys(first_user + last_message + last_linked))
     sources = [offset for offset in reader.sources if offset < edit.cut_offset]
     if sources:  # the dialect names what its compaction is built from (Dialect.feeds_summary)
+        if reader.dialect.feeds_beside_edges:
+            sources = sorted(set(sources).union(edit.context_offsets))  # file order
         edit.context_offsets = tuple(sources)
 
 

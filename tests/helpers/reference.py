@@ -53,8 +53,9 @@ def _copilot_data(record: dict, kind: str) -> dict | None:
 
 
 # A postToolUse hook.start names no call; its input's toolResult copies the result of the next
-# tool.execution_complete of a call of its toolName whose text is the copy's textResultForLlm
-# (docs/design.md, "micro and estimate"). micro clears that text and empties the UI's fields beside it.
+# tool.execution_complete of a call of its toolName whose text is the copy's textResultForLlm, or else the
+# result right after it, of that tool (docs/design.md, "micro and estimate"). micro clears that text and
+# empties the UI's fields beside it. A copy Copilot elided itself is none.
 COPILOT_HOOK_UI_FIELDS = ("textResultForLlm", "sessionLog", "contents", "binaryResultsForLlm")
 
 
@@ -62,29 +63,44 @@ def _hook_copy(record: dict) -> tuple[str, dict] | None:
     data = _copilot_data(record, "hook.start")
     given = data.get("input") if data and data.get("hookType") == "postToolUse" else None
     copy_ = given.get("toolResult") if isinstance(given, dict) else None
-    if isinstance(copy_, dict) and isinstance(copy_.get("textResultForLlm"), str):
+    text = copy_.get("textResultForLlm") if isinstance(copy_, dict) else None
+    if isinstance(text, str) and not text.startswith("[copilot:elided "):
         return str(given.get("toolName")), copy_
     return None
 
 
-def copilot_hook_copies(records: list[dict]) -> dict[int, str | None]:
-    """Line of each postToolUse hook.start that copies a result -> that result's call id."""
+def copilot_hook_matches(records: list[dict]) -> dict[int, tuple[str | None, bool]]:
+    """Line of each postToolUse hook.start that copies a result -> (that result's call id, whether it
+    holds the result's very text). Each result, in file order, takes the oldest copy waiting of its tool
+    with its text, else the copy written right before it (no other result between) if of its tool."""
     names = {id_: name for record in records for id_, name in tool_uses(record, "copilot")}
-    results = tool_results(records, "copilot")
-    taken: set[int] = set()
-    found: dict[int, str | None] = {}
+    results = {result.line: result for result in tool_results(records, "copilot")}
+    waiting: list[tuple[int, str, str]] = []  # (line, tool, text), oldest first
+    last: int | None = None  # the line of the copy written since the last result
+    found: dict[int, tuple[str | None, bool]] = {}
     for line, record in enumerate(records):
         hook = _hook_copy(record)
-        if hook is None:
+        if hook is not None:
+            waiting.append((line, hook[0], hook[1]["textResultForLlm"]))
+            last = line
             continue
-        for index, result in enumerate(results):
-            if index in taken or result.line < line or names.get(result.tool_use_id or "") != hook[0]:
-                continue
-            if result.content == hook[1]["textResultForLlm"]:
-                taken.add(index)
-                found[line] = result.tool_use_id
-                break
+        result = results.get(line)
+        if result is None:
+            continue
+        name = names.get(result.tool_use_id or "")
+        same = next((w for w in waiting if w[1] == name and w[2] == result.content), None)
+        near = next((w for w in waiting if w[0] == last and w[1] == name), None) if same is None else None
+        if same is not None or near is not None:
+            match = same or near
+            waiting.remove(match)
+            found[match[0]] = (result.tool_use_id, same is not None)
+        last = None
     return found
+
+
+def copilot_hook_copies(records: list[dict]) -> dict[int, str | None]:
+    """Line of each postToolUse hook.start that copies a result -> that result's call id."""
+    return {line: call for line, (call, _) in copilot_hook_matches(records).items()}
 
 
 def without_hook_copy(record: dict) -> dict:
@@ -415,18 +431,25 @@ def micro(records: list[dict], dialect: str, rules: MicroRules) -> tuple[list[di
     out = copy.deepcopy(records)
     changed: set[int] = set()
     cleared: dict[str | None, str] = {}  # call id -> its placeholder
+    # call id -> its placeholder, of results cleared before: what is left beside them goes (docs/design.md,
+    # "A result cleared before")
+    cleared_before: dict[str | None, str] = {}
     for results in per_conversation.values():
         for result in results[: max(0, len(results) - rules.keep)]:
             name = names.get(result.tool_use_id or "", "unknown")
             if not isinstance(result.content, str) and not rules.clear_multimodal:
                 continue
-            if characters(result.content) <= rules.min_chars or name in rules.preserve:
+            if name in rules.preserve:
                 continue
             placeholder = rules.placeholder.replace("{tool_name}", name)
-            if result.content != placeholder:
-                set_content(out[result.line], dialect, result, placeholder)
-                changed.add(result.line)
-                cleared[result.tool_use_id] = placeholder
+            if result.content == placeholder:
+                cleared_before[result.tool_use_id] = placeholder
+                continue
+            if characters(result.content) <= rules.min_chars:
+                continue
+            set_content(out[result.line], dialect, result, placeholder)
+            changed.add(result.line)
+            cleared[result.tool_use_id] = placeholder
     # Codex: a UI copy of a cleared output is cleared with it; its first output field present gets the
     # placeholder, the others become empty (docs/design.md, "Codex rollouts", micro).
     for line, record in enumerate(records):
@@ -439,14 +462,18 @@ def micro(records: list[dict], dialect: str, rules: MicroRules) -> tuple[list[di
             payload[name] = cleared[call] if position == 0 else ""
         if out[line] != record:
             changed.add(line)
-    # Copilot: the copy a postToolUse hook was given goes with the result it copies, the same way.
-    for line, call in (copilot_hook_copies(records) if dialect == "copilot" else {}).items():
-        if call not in cleared:
-            continue
+    # Copilot: the copy a postToolUse hook was given goes with the result it copies, the same way; one of
+    # other text where it holds more than min_chars characters (then also beside a result cleared before).
+    for line, (call, same) in (copilot_hook_matches(records) if dialect == "copilot" else {}).items():
         copy_ = out[line]["data"]["input"]["toolResult"]
+        if not same and len(copy_["textResultForLlm"]) <= rules.min_chars:
+            continue
+        placeholder = cleared.get(call) or (None if same else cleared_before.get(call))
+        if placeholder is None:
+            continue
         for name in COPILOT_HOOK_UI_FIELDS:
             if name == "textResultForLlm":
-                copy_[name] = cleared[call]
+                copy_[name] = placeholder
             elif name in copy_:
                 copy_[name] = "" if isinstance(copy_[name], str) else []
         if out[line] != record:

@@ -32,6 +32,40 @@ def claude_code_records(rows: list[tuple[str, object, dict]]) -> list[dict]:
     return session.records
 
 
+def session_with_a_kept_tail(output: str) -> list[dict]:
+    """A Claude Code session compacted the way Claude Code 2.1 does when it keeps the end of the history:
+    the boundary names the records it keeps (preservedMessages, preservedSegment: u6 to u9, re-linked to
+    the summary s1), which stay where they were written; the next prompt follows the last of them."""
+    session = ClaudeCodeSession()
+    add = session.add
+    add("user", "Count the inputs.")
+    for n in range(4):
+        add(
+            "assistant",
+            [{"type": "tool_use", "id": f"a{n}", "name": "Bash", "input": {"command": f"wc {n}"}}],
+        )
+        add("user", [{"type": "tool_result", "tool_use_id": f"a{n}", "content": output}])
+    kept = [record["uuid"] for record in session.records[-4:]]
+    metadata = {
+        "trigger": "auto",
+        "preTokens": 9000,
+        "preservedSegment": {"headUuid": kept[0], "anchorUuid": "s1", "tailUuid": kept[-1]},
+        "preservedMessages": {"anchorUuid": "s1", "uuids": kept, "allUuids": kept},
+    }
+    boundary = {"parentUuid": None, "logicalParentUuid": kept[-1], "sessionId": "s-1", "type": "system"}
+    boundary |= {"subtype": "compact_boundary", "content": "Conversation compacted", "uuid": "b1"}
+    boundary["compactMetadata"] = metadata
+    summary = {"parentUuid": "b1", "sessionId": "s-1", "type": "user", "uuid": "s1", "isCompactSummary": True}
+    summary["message"] = {"role": "user", "content": "Summary: the inputs were counted."}
+    records = [*session.records, boundary, summary]
+    session.records.append(session.records[-1])  # the next prompt follows the last record kept
+    add("user", "Now count the outputs.")
+    add("assistant", [{"type": "tool_use", "id": "b0", "name": "Bash", "input": {"command": "wc out"}}])
+    add("user", [{"type": "tool_result", "tool_use_id": "b0", "content": "12 out"}])
+    add("assistant", [{"type": "text", "text": "12 outputs."}])
+    return records + session.records[10:]
+
+
 # The user message a summary becomes: the archive's path, a blank line, the summary.
 SUMMARY_MESSAGE = re.compile(
     r"^\[Conversation compressed\. Transcript: (?P<path>[^\]]+)\]\n\n(?P<summary>.*)$", re.DOTALL

@@ -770,7 +770,8 @@ def _copilot(draw: st.DrawFn) -> list[dict[str, Any]]:
     """A Copilot CLI events.jsonl: session.start, a system message, user messages with their
     transformedContent, assistant messages with toolRequests, each call's execution start and complete
     (result.content and the UI's detailedContent, some failed; some after a postToolUse hook's run, given
-    a copy of the result), usage records and turn boundaries."""
+    a copy of the result or other text; some cleared by an earlier micro that left the hook's copy), usage
+    records and turn boundaries."""
     salt = draw(st.integers(0, 2**32 - 1))
     events: list[dict[str, Any]] = []
 
@@ -807,10 +808,14 @@ def _copilot(draw: st.DrawFn) -> list[dict[str, Any]]:
             for request in requests:
                 call = {"toolCallId": request["toolCallId"], "toolName": request["name"], "turnId": str(turn)}
                 add("tool.execution_start", {**call, "arguments": request["arguments"]})
-                output = draw(sized_text())
+                output = copied = draw(sized_text())
+                if draw(st.integers(0, 5)) == 0:  # an earlier micro cleared it, leaving the hook's copy
+                    output = f"[Previous: used {request['name']}]"
+                elif draw(st.integers(0, 3)) == 0:  # the hook was given other text
+                    copied = f"[hook {calls}] " + "h" * draw(st.integers(0, 300))
                 done = {**call, "success": draw(st.booleans())}
                 if draw(st.booleans()):  # a postToolUse hook ran, given a copy of the result
-                    copy = {"textResultForLlm": output, "resultType": "success", "sessionLog": output}
+                    copy = {"textResultForLlm": copied, "resultType": "success", "sessionLog": copied}
                     hook = {"toolName": request["name"], "toolArgs": request["arguments"], "toolResult": copy}
                     add(
                         "hook.start",
