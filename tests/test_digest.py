@@ -166,3 +166,41 @@ def test_stringified_blocks_are_read_like_dicts() -> None:
     a = digest(_sample("anthropic/stringified.jsonl", "anthropic"))
     assert "- `python -m pytest -q`" in a
     assert "tally/ledger.py" in a
+
+
+def test_every_call_names_its_results_however_many_there_are() -> None:
+    # Thousands of calls (the table of names grows many times); the error of an early call, of a
+    # repeated id (named after its latest call) and of an id never called are named as they should be.
+    messages: list[dict] = [{"role": "user", "content": "go"}]
+    for n in range(5000):
+        messages.append({"role": "assistant", "content": [tool_use(f"id{n}", f"tool{n % 3}")]})
+    messages.append({"role": "assistant", "content": [tool_use("id7", "Again")]})
+    errors = [tool_result(f"id{n}", f"failed {n}", is_error=True) for n in (4, 7, 4998)]
+    messages.append({"role": "user", "content": [*errors, tool_result("ghost", "x", is_error=True)]})
+    text = digest(messages)
+    for name in ("tool1: failed 4", "Again: failed 7", "tool0: failed 4998", "unknown: x"):
+        assert f"- {name}" in text
+
+
+def test_the_names_of_the_calls_take_a_few_bytes_each() -> None:
+    # The digest keeps every call's id until the end; a dict of the id strings held about 160 bytes a
+    # call (docs/design.md, "Memory per record"). Each message is read from its line and let go, as
+    # summarize streams them.
+    import tracemalloc
+
+    from compactcli.backends.digest import Digest
+
+    count = 30_000
+    lines = [
+        json.dumps({"role": "assistant", "content": [tool_use(f"toolu_01{n:022d}", "Bash")]})
+        for n in range(count)
+    ]
+    builder = Digest()
+    tracemalloc.start()
+    try:
+        for line in lines:
+            builder.add(json.loads(line))
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held / count < 50

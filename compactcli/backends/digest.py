@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -88,6 +90,62 @@ def _earlier_task(text: str) -> str | None:
     )
 
 
+_EMPTY = -1  # a free slot of _ToolNames: no str hashes to -1 (CPython keeps it for errors)
+
+
+class _ToolNames:
+    """Tool use id -> the tool's name, for the results that come later: the ids' 64-bit `hash()` in an
+    open-addressed table of machine integers, the names as indexes into the few distinct ones. A dict of
+    id strings held about 160 bytes per call (an id, a name and an entry), this about 30, for every call
+    of the conversation (docs/design.md, "Memory per record"). Two ids share a hash with a chance of about
+    n²/2⁶⁵ for n calls; the result of one is then named after the other's tool."""
+
+    __slots__ = ("_keys", "_names", "_values", "_index", "_count")
+
+    def __init__(self) -> None:
+        self._keys = array("q", [_EMPTY]) * 64
+        self._values = array("I", bytes(4 * 64))
+        self._names: list[str] = []  # distinct names, by index
+        self._index: dict[str, int] = {}
+        self._count = 0
+
+    def _slot(self, code: int) -> int:
+        keys, mask = self._keys, len(self._keys) - 1
+        slot = code & mask
+        while keys[slot] != code and keys[slot] != _EMPTY:
+            slot = (slot + 1) & mask
+        return slot
+
+    def __setitem__(self, tool_id: str, name: str) -> None:
+        value = self._index.get(name)
+        if value is None:
+            value = self._index[name] = len(self._names)
+            self._names.append(sys.intern(name))
+        code = hash(tool_id)
+        slot = self._slot(code)
+        if self._keys[slot] == _EMPTY:
+            if 3 * (self._count + 1) > 2 * len(self._keys):  # at most two thirds full
+                self._grow()
+                slot = self._slot(code)
+            self._count += 1
+            self._keys[slot] = code
+        self._values[slot] = value
+
+    def get(self, tool_id: str, default: str) -> str:
+        slot = self._slot(hash(tool_id))
+        return default if self._keys[slot] == _EMPTY else self._names[self._values[slot]]
+
+    def _grow(self) -> None:
+        keys, values = self._keys, self._values
+        self._keys = array("q", [_EMPTY]) * (2 * len(keys))
+        self._values = array("I", bytes(8 * len(keys)))
+        for code, value in zip(keys, values, strict=True):
+            if code != _EMPTY:
+                slot = self._slot(code)
+                self._keys[slot] = code
+                self._values[slot] = value
+
+
 @dataclass
 class _Facts:
     messages: int = 0
@@ -99,7 +157,7 @@ class _Facts:
     errors: deque = field(default_factory=lambda: deque(maxlen=KEEP_ERRORS))
     last_text: str | None = None
     focus: deque = field(default_factory=lambda: deque(maxlen=KEEP_FOCUS))
-    tool_names: dict[str, str] = field(default_factory=dict)
+    tool_names: _ToolNames = field(default_factory=_ToolNames)
 
 
 class Digest:

@@ -45,6 +45,7 @@ from typing import Any, BinaryIO, overload
 import orjson
 
 from compactcli.core import redact as redaction
+from compactcli.core.columns import narrow, widened
 from compactcli.core.errors import BadInput, Unavailable
 from compactcli.core.jsonio import dumps_like, plain
 from compactcli.counting.pricing import Price, cost_usd
@@ -128,29 +129,45 @@ def _dump(record: dict, style: _Style) -> bytes:
 class _Links:
     """The records of the dialect's chain (Dialect.link), in the conversation's order: offset, length,
     line and the hashes of uuid and parent (NO_HASH for none) in arrays of machine integers, not an
-    object and two strings a record (docs/design.md, "Memory per record")."""
+    object and two strings a record (docs/design.md, "Memory per record"). A message of the chain is
+    read from here (`_Conversation.places`), not held twice."""
 
     __slots__ = ("offsets", "lengths", "lines", "uuids", "parents")
 
     def __init__(self) -> None:
         self.offsets = array("q")
-        self.lengths = array("q")
-        self.lines = array("q")
+        self.lengths = narrow()
+        self.lines = narrow()
         self.uuids = array(HASHES)
         self.parents = array(HASHES)
 
     def add(self, offset: int, length: int, line: int, uuid: str | None, parent: str | None) -> None:
         self.offsets.append(offset)
-        self.lengths.append(length)
-        self.lines.append(line)
+        self.lengths = _appended(self.lengths, length)
+        self.lines = _appended(self.lines, line)
         self.uuids.append(NO_HASH if uuid is None else hash(uuid))
         self.parents.append(NO_HASH if parent is None else hash(parent))
+
+    def release(self) -> None:
+        """Let the hashes go once the cut is placed: only the spans are read after it."""
+        self.uuids = array(HASHES)
+        self.parents = array(HASHES)
 
     def __len__(self) -> int:
         return len(self.offsets)
 
 
+def _appended(column: array, value: int) -> array:
+    """`column` with `value` appended: itself, or widened when it cannot hold the value (core/columns)."""
+    try:
+        column.append(value)
+    except OverflowError:
+        return widened(column, value)
+    return column
+
+
 _USE, _RESULT = 0, 1  # a block of a skeleton
+_ODD_ROLE = 255  # a role that is no string, or one past the first 255: kept in `odd_roles`
 
 
 class _Skeletons(Sequence[dict]):
@@ -160,25 +177,48 @@ class _Skeletons(Sequence[dict]):
     transcript keeps no dict, list, block dicts and id strings per message (docs/design.md, "Memory per
     record")."""
 
-    __slots__ = ("roles", "summaries", "starts", "kinds", "ids", "others")
+    __slots__ = (
+        "roles",
+        "role_names",
+        "role_codes",
+        "odd_roles",
+        "summaries",
+        "starts",
+        "kinds",
+        "ids",
+        "others",
+        "count",
+    )
 
     def __init__(self) -> None:
-        self.roles: list[object] = []
+        self.roles = bytearray()  # per message: its role's index in role_names, or _ODD_ROLE
+        self.role_names: list[str] = []
+        self.role_codes: dict[str, int] = {}
+        self.odd_roles: dict[int, object] = {}  # message -> its role, where that has no code
         self.summaries = bytearray()
-        self.starts = array("q", [0])  # message i's blocks: kinds/ids[starts[i] : starts[i + 1]]
+        self.starts = narrow()  # message i's blocks: kinds/ids[starts[i] : starts[i + 1]]
+        self.starts.append(0)
         self.kinds = bytearray()
         self.ids = array(HASHES)
         self.others: dict[int, object] = {}  # block -> its id, where that is no string
+        self.count = 0
 
     def add(self, dialect: Dialect, record: dict, normalized: dict, summary: bool) -> None:
         role = normalized.get("role")
-        self.roles.append(sys.intern(role) if type(role) is str else role)
+        code = self.role_codes.get(role, _ODD_ROLE) if type(role) is str else _ODD_ROLE
+        if code == _ODD_ROLE and type(role) is str and len(self.role_names) < _ODD_ROLE:
+            code = self.role_codes[role] = len(self.role_names)
+            self.role_names.append(sys.intern(role))
+        if code == _ODD_ROLE:
+            self.odd_roles[self.count] = role
+        self.roles.append(code)
         self.summaries.append(summary)
         for use in dialect.tool_uses(record):
             self._block(_USE, use.id)
         for result in dialect.tool_results(record):
             self._block(_RESULT, result.tool_use_id)
-        self.starts.append(len(self.ids))
+        self.starts = _appended(self.starts, len(self.ids))
+        self.count += 1
 
     def _block(self, kind: int, tool_id: object) -> None:
         self.kinds.append(kind)
@@ -188,12 +228,23 @@ class _Skeletons(Sequence[dict]):
         self.ids.append(NO_HASH if tool_id is None else hash(tool_id))
 
     def clear(self) -> None:
-        self.roles.clear()
-        del self.summaries[:], self.kinds[:], self.ids[:], self.starts[1:]
+        del self.roles[:], self.summaries[:], self.kinds[:], self.ids[:], self.starts[1:]
         self.others.clear()
+        self.odd_roles.clear()
+        self.count = 0
+
+    def release(self) -> None:
+        """Let the columns go once the cut is chosen; the count stays (nothing reads a message after)."""
+        self.roles, self.summaries, self.kinds = bytearray(), bytearray(), bytearray()
+        self.starts, self.ids = narrow(), array(HASHES)
+        self.others, self.odd_roles = {}, {}
 
     def __len__(self) -> int:
-        return len(self.roles)
+        return self.count
+
+    def _role(self, index: int) -> object:
+        code = self.roles[index]
+        return self.odd_roles[index] if code == _ODD_ROLE else self.role_names[code]
 
     def _built(self, index: int) -> dict:
         """Role and tool ids (all that choose_cut reads), and the start of an
@@ -206,7 +257,7 @@ class _Skeletons(Sequence[dict]):
                 blocks.append({"type": "tool_use", "id": tool_id})
             else:
                 blocks.append({"type": "tool_result", "tool_use_id": tool_id})
-        return {"role": self.roles[index], "content": blocks}
+        return {"role": self._role(index), "content": blocks}
 
     @overload
     def __getitem__(self, index: int) -> dict: ...
@@ -228,22 +279,65 @@ class _Skeletons(Sequence[dict]):
 @dataclass
 class _Conversation:
     """One conversation's messages since its last compaction (skeletons: role and tool ids), in the
-    order the model saw them (Dialect.new_order; file order without one)."""
+    order the model saw them (Dialect.new_order; file order without one).
+
+    A message's line, offset and length are its record's in `chain` where it has a place there (every
+    Claude Code message: held once, docs/design.md, "Memory per record"), else in the `loose` columns:
+    `places` holds the chain's position, or -1 - the loose one."""
 
     messages: _Skeletons = field(default_factory=_Skeletons)
-    lines: array = field(default_factory=partial(array, "q"))
-    offsets: array = field(default_factory=partial(array, "q"))
-    lengths: array = field(default_factory=partial(array, "q"))
+    places: array = field(default_factory=partial(narrow, True))
+    loose_lines: array = field(default_factory=narrow)
+    loose_offsets: array = field(default_factory=partial(array, "q"))
+    loose_lengths: array = field(default_factory=narrow)
+    loose_at_chain: array = field(default_factory=narrow)  # the chain's length when it was read
     synthetic: set[int] = field(default_factory=set)  # offsets of API error notices: never sent
     pinned: set[int] = field(default_factory=set)  # indexes of messages --pin matches
     # Every record of the dialect's chain, in the conversation's order.
     chain: _Links = field(default_factory=_Links)
-    at_chain: array = field(default_factory=partial(array, "q"))  # per message: its place in `chain`
+
+    def add(self, line: int, offset: int, length: int, position: int, linked: bool) -> None:
+        """A message, its record at `position` of the chain when `linked`."""
+        if linked:
+            self.places = _appended(self.places, position)
+            return
+        self.places = _appended(self.places, -1 - len(self.loose_offsets))
+        self.loose_lines = _appended(self.loose_lines, line)
+        self.loose_offsets.append(offset)
+        self.loose_lengths = _appended(self.loose_lengths, length)
+        self.loose_at_chain = _appended(self.loose_at_chain, position)
 
     def restart(self) -> None:
         self.messages.clear()
-        del self.lines[:], self.offsets[:], self.lengths[:], self.at_chain[:]
+        del self.places[:], self.loose_lines[:], self.loose_offsets[:], self.loose_lengths[:]
+        del self.loose_at_chain[:]
         self.pinned.clear()
+
+    def release(self) -> None:
+        """What only the cut needed (skeletons, the chain's hashes) goes before the summary is written."""
+        self.messages.release()
+        self.chain.release()
+
+    def line(self, index: int) -> int:
+        place = self.places[index]
+        return self.chain.lines[place] if place >= 0 else self.loose_lines[-1 - place]
+
+    def offset(self, index: int) -> int:
+        place = self.places[index]
+        return self.chain.offsets[place] if place >= 0 else self.loose_offsets[-1 - place]
+
+    def length(self, index: int) -> int:
+        place = self.places[index]
+        return self.chain.lengths[place] if place >= 0 else self.loose_lengths[-1 - place]
+
+    def at_chain(self, index: int) -> int:
+        """The message's place in `chain`: its record's, or where the chain stood when it was read."""
+        place = self.places[index]
+        return place if place >= 0 else self.loose_at_chain[-1 - place]
+
+    def spans(self, start: int, stop: int) -> Iterator[tuple[int, int]]:
+        """(line, offset) of messages[start:stop], one at a time."""
+        return ((self.line(index), self.offset(index)) for index in range(start, stop))
 
 
 def carried_messages(dialect: Dialect, record: dict) -> list[dict]:
@@ -334,9 +428,7 @@ class SummaryEdit:
         """The normalized messages before the cut, in the conversation's order, read again from `source`."""
         conversation = self.conversation
         user_messages = UserMessages(self.options.keep_user_messages)
-        for number, offset in zip(
-            conversation.lines[: self.cut], conversation.offsets[: self.cut], strict=True
-        ):
+        for number, offset in conversation.spans(0, self.cut):
             if offset in conversation.synthetic:
                 continue
             source.seek(offset)
@@ -422,7 +514,9 @@ class SummaryEdit:
 
     def _kept_records(self, source: BinaryIO) -> list[dict]:
         """The records kept after the summary, in the conversation's order (Dialect.carries_kept)."""
-        return [self._read_at(source, offset) for offset in self.conversation.offsets[self.cut :]]
+        conversation = self.conversation
+        spans = conversation.spans(self.cut, len(conversation.messages))
+        return [self._read_at(source, offset) for _, offset in spans]
 
     def _read_at(self, source: BinaryIO, offset: int) -> dict:
         source.seek(offset)
@@ -512,7 +606,7 @@ class SummaryEdit:
 
     def describe(self, source: BinaryIO) -> Iterator[str]:
         kept = len(self.conversation.messages) - self.cut
-        summarized = self.conversation.lines[: self.cut]
+        summarized = [line for line, _ in self.conversation.spans(0, self.cut)]
         if self.append:
             yield (
                 f"{self.path}: summarize {self.cut} messages (lines {min(summarized)}-{max(summarized)}) "
@@ -587,7 +681,9 @@ class _Reader:
         self.style: _Style | None = None
         self.first_user: int | None = None  # offset of the first user message
         self.sources: list[int] = []  # Dialect.feeds_summary records of the active context, by offset
-        self.records = array("q")  # offset of every record, in file order (an appended compaction's)
+        # Offset of every record, in file order: what an appended compaction names (pi) and hangs from.
+        self.records = array("q")
+        self.keep_records = dialect.appends_compactions
         self.hasher = hashlib.sha256()
 
     def each_line(self, line: Line, offset: int) -> None:
@@ -599,7 +695,8 @@ class _Reader:
             if line.raw.strip():
                 self.top_candidates.append((offset, len(line.raw)))
             return
-        self.records.append(offset)
+        if self.keep_records:
+            self.records.append(offset)
         if self.dialect.stays_on_top(record):
             self.top_candidates.append((offset, len(line.raw)))
 
@@ -610,7 +707,8 @@ class _Reader:
         conversation = self.side if dialect.is_side(record) else self.main
         position = len(conversation.chain)
         uuid, parent = dialect.link(record)
-        if uuid is not None or parent is not None:
+        linked = uuid is not None or parent is not None
+        if linked:
             conversation.chain.add(offset, len(raw), number, uuid, parent)
         compaction = dialect.compaction(record)
         if compaction == BOUNDARY:
@@ -619,7 +717,9 @@ class _Reader:
             if dialect.feeds_summary(record):
                 self.sources.append(offset)
             if dialect.restarted_with(record):  # it carries the new context: one summary message
-                self._message(conversation, number, raw, offset, record, {"role": "user"}, position, True)
+                self._message(
+                    conversation, number, raw, offset, record, {"role": "user"}, position, linked, True
+                )
             return
         if dialect.feeds_summary(record) and conversation is self.main:
             self.sources.append(offset)
@@ -630,7 +730,7 @@ class _Reader:
             conversation.restart()  # the active context starts with it (older versions: no boundary)
         if dialect.is_synthetic(record):
             conversation.synthetic.add(offset)
-        self._message(conversation, number, raw, offset, record, normalized, position)
+        self._message(conversation, number, raw, offset, record, normalized, position, linked)
 
     def _message(
         self,
@@ -641,6 +741,7 @@ class _Reader:
         record: dict,
         normalized: dict,
         position: int,
+        linked: bool,
         summary: bool = False,
     ) -> None:
         if self.style is None:
@@ -653,10 +754,7 @@ class _Reader:
             if any(pin.search(text) for pin in self.pins):
                 conversation.pinned.add(len(conversation.messages))
         conversation.messages.add(self.dialect, record, normalized, summary)
-        conversation.lines.append(number)
-        conversation.offsets.append(offset)
-        conversation.lengths.append(len(raw))
-        conversation.at_chain.append(position)
+        conversation.add(number, offset, len(raw), position, linked)
 
 
 def analyze(
@@ -727,6 +825,7 @@ def analyze(
     else:
         _place_cut(edit, reader, conversation, offset, lines)
     edit.stats.update(summarized=edit.cut, kept=len(messages) - edit.cut, replaced_lines=edit.dropped)
+    conversation.release()
     planned = planned_usage(summarizer, heuristic.tokens or 0)
     if planned:
         edit.stats["planned"] = planned
@@ -744,9 +843,9 @@ def _append_after(edit: SummaryEdit, reader: _Reader, conversation: _Conversatio
         edit.cut = min(pinned)
     messages = conversation.messages
     kept = edit.cut < len(messages)
-    first = [conversation.offsets[edit.cut]] if kept else []
-    edit.cut_offset = conversation.offsets[edit.cut] if kept else edit.size
-    edit.cut_line = conversation.lines[edit.cut] if kept else edit.stats["lines"] + 1
+    first = [conversation.offset(edit.cut)] if kept else []
+    edit.cut_offset = conversation.offset(edit.cut) if kept else edit.size
+    edit.cut_line = conversation.line(edit.cut) if kept else edit.stats["lines"] + 1
     edit.context_offsets = tuple(first + list(reader.records[-1:]))
     edit.kept_index = bisect_left(reader.records, first[0]) if kept else None
 
@@ -796,11 +895,11 @@ def _place_cut(
     after cut_offset (an abandoned branch, snapshots) stay as they are."""
     cut = edit.cut
     chain = conversation.chain
-    start = conversation.at_chain[cut] if cut < len(conversation.messages) else len(chain)
+    start = conversation.at_chain(cut) if cut < len(conversation.messages) else len(chain)
     kept = range(start, len(chain))
     if cut < len(conversation.messages):
         first = min(
-            [(conversation.offsets[cut], conversation.lines[cut])]
+            [(conversation.offset(cut), conversation.line(cut))]
             + list(zip(chain.offsets[start:], chain.lines[start:], strict=True))
         )
         edit.cut_offset, edit.cut_line = first
@@ -813,9 +912,9 @@ def _place_cut(
     pinned = sorted(index for index in pin_closure(conversation.messages, conversation.pinned) if index < cut)
     top = {offset for offset, _ in edit.top}
     edit.pinned = [
-        (conversation.offsets[index], conversation.lengths[index])
+        (conversation.offset(index), conversation.length(index))
         for index in pinned
-        if conversation.offsets[index] not in top
+        if conversation.offset(index) not in top
     ]
     edit.dropped = edit.cut_line - 1 - len(edit.top) + len(edit.removed) - len(edit.pinned)
     # The kept records' parents that were summarized (not a set of every summarized uuid: they are many).
@@ -826,7 +925,7 @@ def _place_cut(
     edit.relink = [(chain.offsets[at], chain.lengths[at]) for at in relinked]
     # The lines of the records the diff shows changed (relinked or left out).
     edit.line_numbers = {chain.offsets[at]: chain.lines[at] for at in itertools.chain(relinked, removed)}
-    last_message = list(conversation.offsets[cut - 1 : cut])
+    last_message = [conversation.offset(cut - 1)] if cut else []
     last_linked = [chain.offsets[at] for at in reversed(before) if chain.uuids[at] != NO_HASH][:1]
     first_user = [reader.first_user] if reader.first_user is not None else []
     edit.context_offsets = tuple(dict.fromkeys(first_user + last_message + last_linked))
