@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import compress
 from operator import ne
 
-from compactcli.core.columns import narrow, widened
+from compactcli.core.columns import narrow, repeated, widened
 from compactcli.core.jsonio import json_strings
 from compactcli.dialects.base import (
     BOUNDARY,
@@ -826,34 +826,9 @@ class _Chain:
         return out
 
 
-_SET_UP_TO = 1 << 16  # values; a set of this many holds about 5 MB
-
-
 def _has_repeats(hashes: array | list[int]) -> bool:
-    """Whether a value comes twice, without a set of every value where there are many (at the end of a
-    long file, that set would be the largest thing held): a table of one bit per slot, 16 to 32 slots a
-    value, passes on only the values whose slot is taken (about one in twenty), and only those are
-    compared exactly."""
-    if len(hashes) <= _SET_UP_TO:  # a set is faster, and small at this size
-        return len(set(hashes)) != len(hashes)
-    mask = (1 << (16 * len(hashes)).bit_length()) - 1
-    bits = bytearray((mask >> 3) + 1)
-    maybe = set()
-    for value in hashes:
-        slot = value & mask
-        bit = 1 << (slot & 7)
-        if bits[slot >> 3] & bit:
-            maybe.add(value)
-        else:
-            bits[slot >> 3] |= bit
-    if not maybe:
-        return False
-    seen: set[int] = set()
-    for value in filter(maybe.__contains__, hashes):
-        if value in seen:
-            return True
-        seen.add(value)
-    return False
+    """Whether a value comes twice (core/columns.repeated: no set of every value where there are many)."""
+    return bool(repeated(lambda: hashes, len(hashes)))
 
 
 def _forks(part: object, on_path: set[object]) -> bool:

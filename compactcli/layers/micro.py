@@ -15,12 +15,12 @@ import json
 import re
 import sys
 from array import array
-from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from compactcli.core.columns import narrow, widened
+from compactcli.core.columns import narrow, repeated, widened
 from compactcli.core.constants import DEFAULT_PLACEHOLDER, DEFAULT_PRESERVE
 
 if TYPE_CHECKING:
@@ -332,32 +332,6 @@ class _Settled:
         return self.table[self.names[at]]
 
 
-def _repeated(values: Callable[[], Iterable[int]], count: int) -> set[int]:
-    """The values that come more than once among the `count` that `values()` gives, without a set of
-    every value where there are many: a table of one bit per slot, 16 to 32 slots a value, passes on
-    only the values whose slot is taken (about one in twenty), and only those are counted."""
-    if count <= _SET_UP_TO:  # a set is faster, and small at this size
-        if len(set(values())) == count:
-            return set()
-        counts = Counter(values())
-    else:
-        mask = (1 << (16 * count).bit_length()) - 1
-        bits = bytearray((mask >> 3) + 1)
-        maybe: set[int] = set()
-        for value in values():
-            slot = value & mask
-            bit = 1 << (slot & 7)
-            if bits[slot >> 3] & bit:
-                maybe.add(value)
-            else:
-                bits[slot >> 3] |= bit
-        counts = Counter(filter(maybe.__contains__, values())) if maybe else Counter()
-    return {value for value, times in counts.items() if times > 1}
-
-
-_SET_UP_TO = 1 << 16
-
-
 def _same_key(use_id: object) -> object:
     return use_id
 
@@ -524,7 +498,7 @@ class MicroIndex:
             return True
         names = self.tool_names
         live = [use_id for use_id in names if type(use_id) is bytes]
-        twice = _repeated(lambda: itertools.chain(settled.hashes, map(hash, live)), len(settled) + len(live))
+        twice = repeated(lambda: itertools.chain(settled.hashes, map(hash, live)), len(settled) + len(live))
         wanted = {hash(use_id): use_id for use_id in unnamed if type(use_id) is bytes and use_id not in names}
         found: dict[bytes, str] = {}
         for at in settled.positions(twice | wanted.keys()):
