@@ -489,16 +489,10 @@ class GeminiCliDialect(Dialect):
         ]
 
     def images(self, record: dict) -> list[Image]:
-        return [image for parts in _image_part_lists(record) for image in gp.images(parts)]
+        return gp.images_in(_image_part_lists(record))
 
     def replace_images(self, record: dict, which: frozenset[int]) -> None:
-        first = 0
-        for parts in _image_part_lists(record):
-            count = len(gp.images(parts))
-            mine = frozenset(number - first for number in which if first <= number < first + count)
-            if mine:
-                gp.replace_images(parts, mine)
-            first += count
+        gp.replace_images_in(_image_part_lists(record), which)
 
     def summary_records(
         self,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict, deque
+from collections.abc import Iterable
 
 from compactcli.dialects.base import Image, base64_size
 
@@ -213,15 +214,26 @@ def _image_holders(parts: list) -> list[dict]:
 
 def images(parts: list) -> list[Image]:
     """The inline images of the parts, responses' parts included, in walk order."""
+    return images_in([parts])
+
+
+def images_in(lists: Iterable[list]) -> list[Image]:
+    """The inline images of several part lists (a record's), numbered across them in order."""
     return [
         Image(str(data.get("mimeType")), base64_size(data.get("data")))
-        for data in (_dict(part.get("inlineData")) for part in _image_holders(parts))
+        for data in (_dict(part.get("inlineData")) for parts in lists for part in _image_holders(parts))
     ]
 
 
 def replace_images(parts: list, which: frozenset[int]) -> None:
     """Replace the images numbered `which` (in the order of `images`) with a text part, in place."""
-    for number, part in enumerate(_image_holders(parts)):
+    replace_images_in([parts], which)
+
+
+def replace_images_in(lists: Iterable[list], which: frozenset[int]) -> None:
+    """replace_images over several part lists, numbered as images_in numbers them."""
+    holders = (part for parts in lists for part in _image_holders(parts))
+    for number, part in enumerate(holders):
         if number in which:
             data = _dict(part.get("inlineData"))
             text = Image(str(data.get("mimeType")), base64_size(data.get("data"))).placeholder()

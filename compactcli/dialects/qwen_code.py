@@ -369,16 +369,10 @@ class QwenCodeDialect(Dialect):
     def images(self, record: dict) -> list[Image]:
         """The images of a record's Contents: its message's, or those of a compression's history (sent when
         Qwen Code resumes, as the records before it are not)."""
-        return [image for parts in _part_lists(record) for image in parts_of.images(parts)]
+        return parts_of.images_in(_part_lists(record))
 
     def replace_images(self, record: dict, which: frozenset[int]) -> None:
-        first = 0
-        for parts in _part_lists(record):
-            count = len(parts_of.images(parts))
-            mine = frozenset(number - first for number in which if first <= number < first + count)
-            if mine:
-                parts_of.replace_images(parts, mine)
-            first += count
+        parts_of.replace_images_in(_part_lists(record), which)
 
     def thinking(self, record: dict) -> str | None:
         """Thought parts of a model turn: removed from the record (never the record itself, whose
