@@ -325,3 +325,19 @@ def test_the_cycle_collector_runs_again_once_the_command_is_imported(tmp_path: P
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120
     )
     assert done.stdout.split() == ["0", "True", "True"], done.stderr
+
+
+# What a local micro run has no use for: the object-store module (only a URL needs it) and the price
+# table (only the commands that take a price).
+NOT_FOR_LOCAL_MICRO = ("compactcli.storage.remote", "compactcli.counting.pricing")
+
+
+@pytest.mark.parametrize(
+    "args", [("micro", "-q", "-o", "out.jsonl", "codex/rollout.jsonl"), ("micro", "-q", ".")]
+)
+def test_a_local_micro_run_loads_no_object_store_and_no_prices(tmp_path: Path, args: tuple[str, ...]) -> None:
+    shutil.copytree(SAMPLES, tmp_path / "samples")
+    code, modules = loaded_modules(*args, cwd=tmp_path / "samples")
+    assert code == 0
+    assert "compactcli.dialects.codex" in modules  # detection loads every dialect
+    assert [m for m in modules if m in NOT_FOR_LOCAL_MICRO] == []
