@@ -325,3 +325,28 @@ def test_the_cycle_collector_runs_again_once_the_command_is_imported(tmp_path: P
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120
     )
     assert done.stdout.split() == ["0", "True", "True"], done.stderr
+
+
+# What a local micro run has no use for: the object-store module (only a URL needs it) and the price
+# table (only the commands that take a price); nor, when its results go elsewhere (-o, --no-cache), the
+# cache.
+NOT_FOR_LOCAL_MICRO = ("compactcli.storage.remote", "compactcli.counting.pricing")
+
+
+@pytest.mark.parametrize(
+    ("args", "not_loaded"),
+    [
+        (("micro", "-q", "-o", "out.jsonl", "codex/rollout.jsonl"), ("compactcli.run.cache",)),
+        (("micro", "-q", "--no-cache", "."), ("compactcli.run.cache",)),
+        (("micro", "-q", "."), ()),
+    ],
+)
+def test_a_local_micro_run_loads_no_object_store_no_prices_and_no_unused_cache(
+    tmp_path: Path, args: tuple[str, ...], not_loaded: tuple[str, ...]
+) -> None:
+    shutil.copytree(SAMPLES, tmp_path / "samples")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache-home"))
+    code, modules = loaded_modules(*args, cwd=tmp_path / "samples", env=env)
+    assert code == 0
+    assert "compactcli.dialects.codex" in modules  # detection loads every dialect
+    assert [m for m in modules if m in (*NOT_FOR_LOCAL_MICRO, *not_loaded)] == []

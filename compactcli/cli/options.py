@@ -26,10 +26,10 @@ from compactcli.core.constants import (
     OPENAI_APIS,
     USER_MESSAGES_TOKENS,
 )
-from compactcli.counting.pricing import Price, parse_price
 from compactcli.run.settings import Inputs, Writes
 
 if TYPE_CHECKING:
+    from compactcli.counting.pricing import Price
     from compactcli.layers.micro import MicroOptions
     from compactcli.layers.summarize import Summarizer
 
@@ -383,6 +383,9 @@ class PriceType(click.ParamType):
     name = "IN,CACHED,OUT"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Price:
+        # Imported when a price is given: the commands that take none do not load the price table.
+        from compactcli.counting.pricing import Price, parse_price
+
         if isinstance(value, Price):
             return value
         try:

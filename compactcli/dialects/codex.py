@@ -12,7 +12,6 @@ import json
 import math
 import posixpath
 import re
-import shlex
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 
@@ -593,6 +592,8 @@ def _command_text(entry: dict) -> tuple[str | None, str]:
         if len(command) == 3 and command[1] in ("-lc", "-c"):
             command = command[2]
         else:
+            import shlex  # here, not above: detection loads this module for every file of any dialect
+
             command = shlex.join(command)
     return (command if isinstance(command, str) else None), folder if isinstance(folder, str) else ""
 
@@ -606,6 +607,8 @@ def read_command(command: str) -> tuple[str, str] | None:
     `sed -n 'A,Bp' FILE` (pipes, globs, variables, several files) is no read."""
     if _SHELL_SPECIAL.search(command):
         return None
+    import shlex  # (see above); its cost is small beside that of split itself
+
     try:
         words = shlex.split(command)
     except ValueError:

@@ -28,7 +28,6 @@ from compactcli.core import errors
 from compactcli.pipelines.transcript import READ_BUFFER, STDIN, copy_to_spool, open_input
 from compactcli.report import BUSY, CHANGED, SKIPPED, UNCHANGED, WOULD_CHANGE, Outcome
 from compactcli.run.settings import FileSettings
-from compactcli.storage import remote
 from compactcli.storage.archives import ARCHIVE_DIR_NAME
 from compactcli.storage.fileio import WRITE_BUFFER, snapshot
 from compactcli.storage.locks import file_lock
@@ -103,10 +102,18 @@ def _closing_edits(analyze: Analyze, run: Callable[[Analyze], Outcome]) -> Outco
             edit.close()
 
 
+def _is_url(item: str) -> bool:
+    # Imported only for an item that may be a URL: a local run does not load the object-store module.
+    from compactcli.storage import remote
+
+    return remote.is_url(item)
+
+
 def _process(item: str, settings: FileSettings, analyze: Analyze) -> Outcome:
     if item == STDIN:
         return _process_stdin(settings, analyze)
-    if remote.is_url(item):  # read-only here (-o and previews): an object store is not rewritten in place
+    # Read-only here (-o and previews): an object store is not rewritten in place.
+    if "://" in item and _is_url(item):
         with open_input(item) as (source, name):
             return _to_output(name, source, settings, analyze)
     path = Path(item)

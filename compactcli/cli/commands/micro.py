@@ -100,7 +100,6 @@ thinking unchanged, as the Messages API requires).
 def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
     # Imported here, not above: --help needs none of them.
     from compactcli.run import runner
-    from compactcli.run.cache import RunCache
 
     items = runner.find_inputs(inputs.paths, inputs.glob, writes.archive_dir, writes.output)
     made: list[FileSettings] = []
@@ -136,16 +135,19 @@ def micro(inputs: Inputs, writes: Writes, no_cache: bool, **layer):
     )
     # Only "unchanged" is remembered: a file micro changes is read once more, and remembered then.
     # Results that go elsewhere (-o, --output-dir) must be written: no cache there. The options are
-    # remembered as given (each set of them makes one MicroOptions).
-    cache = RunCache.open(
-        "micro",
-        {**layer, "dialect": inputs.dialect, "on_invalid": inputs.on_invalid},
-        {UNCHANGED},
-        enabled=not no_cache and writes.output is None and writes.output_dir is None,
-        min_age=writes.min_age,
-    )
+    # remembered as given (each set of them makes one MicroOptions). A run without it does not import it.
+    cache = None
+    if not no_cache and writes.output is None and writes.output_dir is None:
+        from compactcli.run.cache import RunCache
+
+        cache = RunCache.open(
+            "micro",
+            {**layer, "dialect": inputs.dialect, "on_invalid": inputs.on_invalid},
+            {UNCHANGED},
+            min_age=writes.min_age,
+        )
     # Without the cache every file is read: the worker is made first, as its usage errors come first.
-    worker = None if cache.enabled else prepare()
+    worker = None if cache is not None else prepare()
     runner.run(
         items,
         worker,
