@@ -189,16 +189,28 @@ def _call_answers(record: dict) -> list[tuple[dict, list, dict, list[int]]]:
     return found
 
 
-def _results(record: dict, base: int = 0) -> list[ToolResult]:
-    """The calls' outputs a message record holds: in a gemini record's toolCalls, in a user record's
-    functionResponse parts (Gemini CLI 0.61 records the responses it sends as a user record of their own
-    too). A result's slot is the response's number in the record."""
+def _results(record: dict, base: int = 0, calls: list[dict] | None = None) -> list[ToolResult]:
+    """The calls' outputs a message record holds: in a gemini record's toolCalls (`calls`: its
+    tool_calls, where the caller has them), in a user record's functionResponse parts (Gemini CLI 0.61
+    records the responses it sends as a user record of their own too). A result's slot is the response's
+    number in the record."""
     if record.get("type") == "user":
         parts = gp.part_list(record.get("content"))
         return [
             ToolResult(gp.given_id(response), base | number, answer_content(response, parts, media))
             for number, (response, media) in enumerate(answers(parts))
         ]
+    if calls is None:
+        calls = tool_calls(record)
+    if len(calls) == 1:
+        # The most of the records: one call whose result is one part, so no media beside its response.
+        call = calls[0]
+        result = call.get("result")
+        if type(result) is list and len(result) == 1 and type(result[0]) is dict:
+            response = result[0].get("functionResponse")
+            if not isinstance(response, dict):
+                return []
+            return [ToolResult(gp.given_id(response) or call.get("id"), base, gp.response_content(response))]
     return [
         ToolResult(
             gp.given_id(response) or call.get("id"), base | number, answer_content(response, parts, media)
@@ -377,7 +389,7 @@ class GeminiCliDialect(Dialect):
             for call in calls
             if isinstance(call.get("id"), str)
         ]
-        return own + uses, _results(record)
+        return own + uses, _results(record, calls=calls)
 
     def result_count(self, record: dict) -> int:
         messages = checkpoint(record)
