@@ -380,10 +380,11 @@ class GeminiCliDialect(Dialect):
         parts = gp.part_list(content) if content is not None else []
         uses = [ToolUse(call["id"], gp.name_of(call)) for _, call in gp.calls(parts) if gp.given_id(call)]
         if kind == "user":
-            return uses, _results(record)
+            results = _results(record)
+            return (uses, results) if uses or results else NOTHING_SCANNED
         calls = tool_calls(record)
-        if not calls:
-            return uses, []
+        if not calls:  # the most of the messages: a turn of text
+            return (uses, []) if uses else NOTHING_SCANNED
         own = [
             ToolUse(call["id"], str(call.get("name") or "unknown"))
             for call in calls
