@@ -316,6 +316,11 @@ class UpsertOrder:
 
     def add_scan(self, line: int, offset: int, record: dict) -> tuple[str, Scan]:
         self._all_versions = True
+        if len(record) == 1:  # as often as the messages: a patch of the session's fields alone
+            patch = record.get(SET)
+            if type(patch) is dict and "messages" not in patch:  # no message, no checkpoint: as add, scan
+                self._lines.append(line)
+                return MAIN, NOTHING_SCANNED
         return self.add(line, offset, record), GEMINI_CLI.scan(record)
 
     def order(self) -> list[tuple[int, int]]:
