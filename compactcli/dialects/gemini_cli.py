@@ -189,6 +189,19 @@ def _call_answers(record: dict) -> list[tuple[dict, list, dict, list[int]]]:
     return found
 
 
+def _call_answer(record: dict, number: int) -> tuple[dict, list, dict, list[int]]:
+    """_call_answers(record)[number], read directly for the most of the records: one call whose result is
+    one part, its response."""
+    calls = tool_calls(record)
+    if number == 0 and len(calls) == 1:
+        result = calls[0].get("result")
+        if type(result) is list and len(result) == 1 and type(result[0]) is dict:
+            response = result[0].get("functionResponse")
+            if isinstance(response, dict):
+                return calls[0], result, response, []
+    return _call_answers(record)[number]
+
+
 def _results(record: dict, base: int = 0, calls: list[dict] | None = None) -> list[ToolResult]:
     """The calls' outputs a message record holds: in a gemini record's toolCalls (`calls`: its
     tool_calls, where the caller has them), in a user record's functionResponse parts (Gemini CLI 0.61
@@ -418,7 +431,7 @@ class GeminiCliDialect(Dialect):
             gp.clear_response(response, str(content))
             holder["content"] = _drop_parts(holder.get("content"), media)
             return
-        call, _, response, media = _call_answers(holder)[number]
+        call, _, response, media = _call_answer(holder, number)
         if gp.given_id(response) in (None, call.get("id")):  # the call's own output, not a neighbour's
             clear_display(call, content)
         if isinstance(call.get("result"), str):
@@ -444,7 +457,7 @@ class GeminiCliDialect(Dialect):
         if record.get("type") == "user":
             response, media = answers(gp.part_list(record.get("content")))[slot]
             return None if media else _response_edits(response, content)
-        call, _, response, media = _call_answers(record)[slot]
+        call, _, response, media = _call_answer(record, slot)
         if media:
             return None
         edits: list[tuple[str, object, object]] = []
