@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.agents import agent_env, copy_home, require_agent, run_agent
+from helpers.agents import agent_env, copy_home, home_and_project, require_agent, run_agent
 from helpers.cli import run_cli
 from helpers.fakeapi import FakeAnthropic
 from helpers.sessions import session_with_a_kept_tail
@@ -103,10 +103,7 @@ def claude() -> Path:
 def recorded(claude: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(home, project): Claude Code's own log of the scripted task and a second prompt, written once
     per module."""
-    root = tmp_path_factory.mktemp("claude-code")
-    home, project = root / "home", root / "project"
-    home.mkdir()
-    project.mkdir()
+    home, project = home_and_project(tmp_path_factory.mktemp("claude-code"))
     notes = project / "NOTES.md"
     notes.write_text("".join(f"note {i}: the parser drops trailing commas\n" for i in range(30)))
     with FakeAnthropic() as api:

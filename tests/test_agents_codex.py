@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.agents import agent_env, require_agent, run_agent
+from helpers.agents import agent_env, home_and_project, require_agent, run_agent
 from helpers.cli import run_cli
 from helpers.fakeresponses import FakeResponses, function_call, message
 
@@ -94,9 +94,7 @@ def session(codex: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
 
     Not copied from one run to the next: Codex finds a rollout through the path its state database
     (in CODEX_HOME) recorded, so a copied home would resume the original file."""
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
+    home, project = home_and_project(tmp_path)
     (project / "NOTES.md").write_text(
         "".join(f"note {i}: the parser drops trailing commas\n" for i in range(30))
     )

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.agents import copilot_env, require_agent, run_agent, tool_uses_sent
+from helpers.agents import copilot_env, home_and_project, require_agent, run_agent, tool_uses_sent
 from helpers.cli import run_cli
 from helpers.fakeapi import FakeAnthropic
 
@@ -66,9 +66,7 @@ def _play_steps(body: dict[str, Any]) -> list[dict[str, Any]]:
 @pytest.fixture
 def session(copilot: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
     """(home, project, events.jsonl): Copilot's own session of the scripted task, written for this test."""
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
+    home, project = home_and_project(tmp_path)
     notes = project / "NOTES.md"
     notes.write_text("".join(f"note {i}: the parser drops trailing commas\n" for i in range(30)))
 

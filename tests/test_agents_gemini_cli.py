@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.agents import agent_env, copy_home, require_agent, run_agent, screen_of
+from helpers.agents import agent_env, copy_home, home_and_project, require_agent, run_agent, screen_of
 from helpers.cli import run_cli
 from helpers.fakegemini import FakeGemini, contents_text, function_call, text
 
@@ -77,9 +77,7 @@ def session_file(home: Path) -> Path:
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     """(home, project, session id) of a session Gemini CLI wrote itself."""
     binary = gemini_binary()
-    root = tmp_path_factory.mktemp("gemini")
-    home, project = root / "home", root / "project"
-    project.mkdir()
+    home, project = home_and_project(tmp_path_factory.mktemp("gemini"))
     for name, content in FILES.items():
         (project / name).write_text(content)
     with FakeGemini() as api:
@@ -183,9 +181,7 @@ def _play_shell(body: dict[str, Any]) -> list[dict[str, Any]]:
 def shell_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     """(home, project, session id) of three shell calls Gemini CLI ran and recorded itself."""
     binary = gemini_binary()
-    root = tmp_path_factory.mktemp("gemini-shell")
-    home, project = root / "home", root / "project"
-    project.mkdir()
+    home, project = home_and_project(tmp_path_factory.mktemp("gemini-shell"))
     with FakeGemini() as api:
         api.reply_parts = _play_shell
         run = run_agent([binary, "-p", TASK, "--yolo"], cwd=project, env=_env(home, api), timeout=240)

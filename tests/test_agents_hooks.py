@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.agents import agent_env, require_agent, run_agent
+from helpers.agents import agent_env, home_and_project, require_agent, run_agent
 from helpers.cli import run_cli
 from helpers.fakeapi import FakeAnthropic
 from helpers.fakeresponses import FakeResponses
@@ -77,9 +77,7 @@ def _cleared_in_file(log: Path) -> dict[str, str]:
 
 
 def test_session_end_hook_compacts_the_session_which_still_resumes(claude: Path, tmp_path: Path) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
+    home, project = home_and_project(tmp_path)
     log = _record(claude, home, project)
     marker = tmp_path / "own-hook-payload.json"
     settings = home / ".claude" / "settings.json"
@@ -131,9 +129,7 @@ def test_a_session_another_writer_still_holds_is_left_untouched(claude: Path, tm
     import subprocess
     import sys
 
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
+    home, project = home_and_project(tmp_path)
     log = _record(claude, home, project)
     assert run_cli("hooks", "install", "claude-code", env=agent_env(home)).returncode == 0
     holder = subprocess.Popen(
@@ -192,9 +188,7 @@ def _rollout_outputs(rollout: Path) -> dict[str, str]:
 
 def _codex_project(tmp_path: Path) -> tuple[Path, Path, Path]:
     """A private HOME, a project whose NOTES.md the scripted Codex reads, and where the hook logs."""
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
+    home, project = home_and_project(tmp_path)
     (project / "NOTES.md").write_text(
         "".join(f"note {i}: the parser drops trailing commas\n" for i in range(30))
     )
@@ -314,9 +308,7 @@ def test_a_hook_that_would_overrun_returns_in_time_and_leaves_the_file(claude: P
     """A sub-agent file far too large for the budget that the project's settings give the hook."""
     from helpers import bigfile
 
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
+    home, project = home_and_project(tmp_path)
     log = _record(claude, home, project)
     (project / "compactcli.toml").write_text("[hook]\ntimeout = 0.3\n")
     assert run_cli("hooks", "install", "claude-code", env=agent_env(home)).returncode == 0

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.agents import agent_env, copy_home, require_agent, run_agent
+from helpers.agents import agent_env, copy_home, home_and_project, require_agent, run_agent
 from helpers.cli import run_cli
 from helpers.fakeapi import FakeAnthropic
 
@@ -87,10 +87,7 @@ def pi() -> Path:
 @pytest.fixture(scope="module")
 def recorded(pi: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(home, project): pi's own session of the scripted task and a second prompt, written once."""
-    root = tmp_path_factory.mktemp("pi")
-    home, project = root / "home", root / "project"
-    home.mkdir()
-    project.mkdir()
+    home, project = home_and_project(tmp_path_factory.mktemp("pi"))
     (project / "NOTES.md").write_text(
         "".join(f"note {i}: the parser drops trailing commas\n" for i in range(30))
     )

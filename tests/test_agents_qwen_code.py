@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.agents import agent_env, copy_home, require_agent, run_agent
+from helpers.agents import agent_env, copy_home, home_and_project, require_agent, run_agent
 from helpers.cli import run_cli
 from helpers.fakeapi import Reply
 from helpers.fakeopenai import FakeOpenAI
@@ -125,10 +125,7 @@ def qwen() -> Path:
 @pytest.fixture(scope="module")
 def written(qwen: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(home, project): Qwen Code's own session of the scripted task, written once for the module."""
-    root = tmp_path_factory.mktemp("qwen")
-    home, project = root / "home", root / "project"
-    home.mkdir()
-    project.mkdir()
+    home, project = home_and_project(tmp_path_factory.mktemp("qwen"))
     (project / "NOTES.md").write_text(
         "".join(f"note {i}: the parser drops trailing commas\n" for i in range(30))
     )

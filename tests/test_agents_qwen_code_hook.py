@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.agents import Terminal, agent_env, wait_for
+from helpers.agents import Terminal, agent_env, home_and_project, wait_for
 from helpers.cli import run_cli
 from test_agents_qwen_code import (
     CLEARED_BY_MICRO,
@@ -48,9 +48,7 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
 
 def test_the_installed_hook_micro_compacts_the_session_qwen_code_just_ended(terminal, tmp_path):
     qwen = qwen_binary()
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
+    home, project = home_and_project(tmp_path)
     (project / "NOTES.md").write_text(
         "".join(f"note {i}: the parser drops trailing commas\n" for i in range(30))
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.agents import copy_home, run_agent
+from helpers.agents import copy_home, home_and_project, run_agent
 from helpers.cli import run_cli
 from helpers.fakeapi import Reply
 from helpers.fakeopenai import FakeOpenAI
@@ -76,10 +76,7 @@ def qwen() -> Path:
 @pytest.fixture(scope="module")
 def written(qwen: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(home, project): Qwen Code's own session of the planned task, written once for the module."""
-    root = tmp_path_factory.mktemp("qwen-plan")
-    home, project = root / "home", root / "project"
-    home.mkdir()
-    project.mkdir()
+    home, project = home_and_project(tmp_path_factory.mktemp("qwen-plan"))
     with PlannedModel() as api:
         done = run_agent([qwen, "--auth-type", "openai", "--yolo", "Plan, delegate, check."], cwd=project,
                          env=_env(home, api))  # fmt: skip

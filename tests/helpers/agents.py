@@ -69,6 +69,14 @@ def run_agent(
     )
 
 
+def home_and_project(root: Path) -> tuple[Path, Path]:
+    """A new private home and an empty project folder beside it in `root`, for one agent's session."""
+    home, project = root / "home", root / "project"
+    home.mkdir()
+    project.mkdir()
+    return home, project
+
+
 def copy_home(source: Path, target: Path) -> Path:
     """A fresh copy of a home an agent wrote its session into, so each test resumes its own copy."""
     shutil.copytree(source, target, symlinks=True)
