@@ -189,16 +189,41 @@ def _call_answers(record: dict) -> list[tuple[dict, list, dict, list[int]]]:
     return found
 
 
-def _results(record: dict, base: int = 0) -> list[ToolResult]:
-    """The calls' outputs a message record holds: in a gemini record's toolCalls, in a user record's
-    functionResponse parts (Gemini CLI 0.61 records the responses it sends as a user record of their own
-    too). A result's slot is the response's number in the record."""
+def _call_answer(record: dict, number: int) -> tuple[dict, list, dict, list[int]]:
+    """_call_answers(record)[number], read directly for the most of the records: one call whose result is
+    one part, its response."""
+    calls = tool_calls(record)
+    if number == 0 and len(calls) == 1:
+        result = calls[0].get("result")
+        if type(result) is list and len(result) == 1 and type(result[0]) is dict:
+            response = result[0].get("functionResponse")
+            if isinstance(response, dict):
+                return calls[0], result, response, []
+    return _call_answers(record)[number]
+
+
+def _results(record: dict, base: int = 0, calls: list[dict] | None = None) -> list[ToolResult]:
+    """The calls' outputs a message record holds: in a gemini record's toolCalls (`calls`: its
+    tool_calls, where the caller has them), in a user record's functionResponse parts (Gemini CLI 0.61
+    records the responses it sends as a user record of their own too). A result's slot is the response's
+    number in the record."""
     if record.get("type") == "user":
         parts = gp.part_list(record.get("content"))
         return [
             ToolResult(gp.given_id(response), base | number, answer_content(response, parts, media))
             for number, (response, media) in enumerate(answers(parts))
         ]
+    if calls is None:
+        calls = tool_calls(record)
+    if len(calls) == 1:
+        # The most of the records: one call whose result is one part, so no media beside its response.
+        call = calls[0]
+        result = call.get("result")
+        if type(result) is list and len(result) == 1 and type(result[0]) is dict:
+            response = result[0].get("functionResponse")
+            if not isinstance(response, dict):
+                return []
+            return [ToolResult(gp.given_id(response) or call.get("id"), base, gp.response_content(response))]
     return [
         ToolResult(
             gp.given_id(response) or call.get("id"), base | number, answer_content(response, parts, media)
@@ -304,6 +329,11 @@ class UpsertOrder:
 
     def add_scan(self, line: int, offset: int, record: dict) -> tuple[str, Scan]:
         self._all_versions = True
+        if len(record) == 1:  # as often as the messages: a patch of the session's fields alone
+            patch = record.get(SET)
+            if type(patch) is dict and "messages" not in patch:  # no message, no checkpoint: as add, scan
+                self._lines.append(line)
+                return MAIN, NOTHING_SCANNED
         return self.add(line, offset, record), GEMINI_CLI.scan(record)
 
     def order(self) -> list[tuple[int, int]]:
@@ -368,16 +398,17 @@ class GeminiCliDialect(Dialect):
         parts = gp.part_list(content) if content is not None else []
         uses = [ToolUse(call["id"], gp.name_of(call)) for _, call in gp.calls(parts) if gp.given_id(call)]
         if kind == "user":
-            return uses, _results(record)
+            results = _results(record)
+            return (uses, results) if uses or results else NOTHING_SCANNED
         calls = tool_calls(record)
-        if not calls:
-            return uses, []
+        if not calls:  # the most of the messages: a turn of text
+            return (uses, []) if uses else NOTHING_SCANNED
         own = [
             ToolUse(call["id"], str(call.get("name") or "unknown"))
             for call in calls
             if isinstance(call.get("id"), str)
         ]
-        return own + uses, _results(record)
+        return own + uses, _results(record, calls=calls)
 
     def result_count(self, record: dict) -> int:
         messages = checkpoint(record)
@@ -400,7 +431,7 @@ class GeminiCliDialect(Dialect):
             gp.clear_response(response, str(content))
             holder["content"] = _drop_parts(holder.get("content"), media)
             return
-        call, _, response, media = _call_answers(holder)[number]
+        call, _, response, media = _call_answer(holder, number)
         if gp.given_id(response) in (None, call.get("id")):  # the call's own output, not a neighbour's
             clear_display(call, content)
         if isinstance(call.get("result"), str):
@@ -426,7 +457,7 @@ class GeminiCliDialect(Dialect):
         if record.get("type") == "user":
             response, media = answers(gp.part_list(record.get("content")))[slot]
             return None if media else _response_edits(response, content)
-        call, _, response, media = _call_answers(record)[slot]
+        call, _, response, media = _call_answer(record, slot)
         if media:
             return None
         edits: list[tuple[str, object, object]] = []
