@@ -10,6 +10,9 @@ from collections.abc import Callable, Iterable
 # Unsigned 4 bytes: every line number and line length of a file under four billion lines or bytes a line.
 NARROW = "I" if array("I").itemsize == 4 else "q"
 NARROW_SIGNED = "i" if array("i").itemsize == 4 else "q"
+# The typecode of arrays of ids kept as their `hash()`: C longs where they hold 64 bits (a hash goes in
+# without the slower conversion of a long long), else long longs.
+HASHES = "l" if array("l").itemsize == 8 else "q"
 
 
 def narrow(signed: bool = False) -> array:

@@ -7,7 +7,6 @@ calls, how a summary is written) is a method here, with the default most dialect
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,10 +17,8 @@ from typing import Protocol
 # --keep-user-messages defaults to the same.
 from compactcli.core.constants import USER_MESSAGES_TOKENS
 
-# The typecode of arrays of ids kept as their `hash()` (docs/design.md, "Memory per record"): C longs where
-# they hold 64 bits (a hash goes in without the slower conversion of a long long), else long longs. No hash
-# is -1 (CPython keeps it for errors), so -1 can stand for "no id".
-HASHES = "l" if array("l").itemsize == 8 else "q"
+# Ids kept as their `hash()` go in arrays of core/columns.HASHES (docs/design.md, "Memory per record"). No
+# hash is -1 (CPython keeps it for errors), so -1 can stand for "no id".
 NO_HASH = -1
 
 MAIN = "main"  # key of the main conversation; sub-agent conversations get their own keys

@@ -11,11 +11,10 @@ from datetime import UTC, datetime, timedelta
 from itertools import compress
 from operator import ne
 
-from compactcli.core.columns import narrow, repeated, widened
+from compactcli.core.columns import HASHES, narrow, repeated, widened
 from compactcli.core.jsonio import json_strings
 from compactcli.dialects.base import (
     BOUNDARY,
-    HASHES,
     MAIN,
     NO,
     NOTHING_SCANNED,

@@ -16,13 +16,12 @@ from array import array
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
-from compactcli.core.columns import narrow, widened
+from compactcli.core.columns import HASHES, narrow, widened
 from compactcli.dialects import gemini_parts as parts_of
 from compactcli.dialects.base import (
     BLOCKS,
     BOUNDARY,
     BYTES_PER_TOKEN,
-    HASHES,
     MAIN,
     NO,
     NOTHING_SCANNED,

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from compactcli.core.columns import narrow, repeated, widened
+from compactcli.core.columns import HASHES, narrow, repeated, widened
 from compactcli.core.constants import DEFAULT_PLACEHOLDER, DEFAULT_PRESERVE
 
 if TYPE_CHECKING:
@@ -282,8 +282,6 @@ def _short_key(use_id: object) -> object:
         return use_id[len(_CLAUDE_ID_HEAD) :].encode()
     return use_id
 
-
-HASHES = "l" if array("l").itemsize == 8 else "q"  # 64-bit hash() values, as dialects/base.py keeps them
 
 # Uses whose names tool_names holds as a dict entry each (about 100 bytes), where results let their ids
 # go; past this, the older half of the Claude ids moves to _Settled's columns (31 bytes each).

@@ -45,12 +45,12 @@ from typing import Any, BinaryIO, overload
 import orjson
 
 from compactcli.core import redact as redaction
-from compactcli.core.columns import narrow, widened
+from compactcli.core.columns import HASHES, narrow, widened
 from compactcli.core.errors import BadInput, Unavailable
 from compactcli.core.jsonio import dumps_like, plain
 from compactcli.counting.pricing import Price, cost_usd
 from compactcli.dialects import BOUNDARY, SUMMARY, Dialect
-from compactcli.dialects.base import HASHES, NO_HASH, USER_MESSAGES_TOKENS
+from compactcli.dialects.base import NO_HASH, USER_MESSAGES_TOKENS
 from compactcli.layers.summarize import (
     EARLIER_SUMMARY,
     PROMPT_OVERHEAD,
