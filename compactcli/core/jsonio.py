@@ -282,7 +282,7 @@ def _span(
     else:
         text, opening, closing = old, b"", b""
     if type(text) is not str or len(text) <= 2 * _AFFIX:
-        return _found_once(raw, head, encode(old))
+        return _found_once(raw, head, _value_bytes(old, encode, text_encode, separator))
     needle = head + opening + text_encode(text[:_AFFIX])[:-1]
     at = raw.find(needle)
     if at < 1 or raw[at - 1] not in _KEY_STARTS:
