@@ -468,8 +468,11 @@ def test_micro_changes_no_byte_of_a_spaced_line_but_the_cleared_outputs(tmp_path
     lines[2] = lines[2].replace('"content": ""', '"content": "caf\\u00E9 a\\/b"')
     path = tmp_path / "s.jsonl"
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    run = run_cli("micro", path, cwd=tmp_path, text=True)
-    assert run.returncode == 0, run.stderr
     expected = lines[2].replace(f'"{BIG}"', '"[Previous: used run_shell_command]"')
     assert expected.count("[Previous: used run_shell_command]") == 2
+    # The preview shows the line the write makes (both splice the values the first pass found).
+    preview = run_cli("micro", "--diff", path, cwd=tmp_path, text=True)
+    assert f"-{lines[2]}\n+{expected}\n" in preview.stdout, preview.stderr
+    run = run_cli("micro", path, cwd=tmp_path, text=True)
+    assert run.returncode == 0, run.stderr
     assert path.read_text(encoding="utf-8").splitlines() == [*lines[:2], expected, *lines[3:]]

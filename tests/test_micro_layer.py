@@ -8,7 +8,7 @@ import json
 import pytest
 
 from compactcli import dialects
-from compactcli.layers.micro import _LIVE_NAMES, MicroIndex, MicroOptions, apply, plan
+from compactcli.layers.micro import _LIVE_NAMES, Facts, MicroIndex, MicroOptions, ResultFact, apply, plan
 from compactcli.pipelines.micro_file import analyze
 
 BIG = "x" * 500
@@ -371,3 +371,22 @@ def test_an_id_used_again_with_another_name_long_after_keeps_the_first():
     records += bash_calls(3)
     edit = analyze(to_file(records), "twice.jsonl", options=MicroOptions())
     assert edit.clears[len(records) - 6] == [(0, MicroOptions().render("ls"))]
+
+
+def test_results_follow_the_conversation_order_and_leave_the_lines_it_has_not() -> None:
+    # Lines 5, 3, 9, 3: the order puts line 3 before line 5 and has no place for line 9; line 3's two
+    # results keep their order, and every field (a kept text, a tool's name, the flags) moves with its result.
+    facts = Facts(
+        [
+            ResultFact(5, 0, "a", True, 10, None),
+            ResultFact(3, 1, "b", True, 20, "[short]", truncated=True),
+            ResultFact(9, 0, "c", False, 30, None),
+            ResultFact(3, -1, None, True, 2**40, None, tool_name="Bash", copy_left=True),
+        ]
+    )
+    moved = list(facts.reordered({3: 0, 5: 1, 7: 2}))
+    assert moved == [
+        ResultFact(3, 1, "b", True, 20, "[short]", truncated=True),
+        ResultFact(3, -1, None, True, 2**40, None, tool_name="Bash", copy_left=True),
+        ResultFact(5, 0, "a", True, 10, None),
+    ]

@@ -33,6 +33,22 @@ def test_an_ascii_compact_line_gets_an_escaped_placeholder() -> None:
     )
 
 
+def test_values_that_begin_alike_are_told_apart_by_the_whole() -> None:
+    # Two results of one tool in a line start with the same words; each is found by all of its text.
+    first, second = (f"The file /home/dev/project/src/{name}.py was updated successfully." for name in "ab")
+    raw = json.dumps({"c": [{"out": first}, {"out": second}]}).encode() + b"\n"
+    assert (
+        jsonio.splice(raw, [("out", second, "P")])
+        == b'{"c": [{"out": "' + first.encode() + b'"}, {"out": "P"}]}\n'
+    )
+    assert (
+        jsonio.splice(raw, [("out", first, "P")])
+        == b'{"c": [{"out": "P"}, {"out": "' + second.encode() + b'"}]}\n'
+    )
+    twice = json.dumps({"c": [{"out": first}, {"out": first}]}).encode()
+    assert jsonio.splice(twice, [("out", first, "P")]) is None
+
+
 def test_nothing_is_spliced_that_is_not_found_once_where_a_key_starts() -> None:
     twice = b'{"a":{"out":"old"},"b":{"out":"old"}}'
     assert jsonio.splice(twice, [("out", "old", "new")]) is None

@@ -18,6 +18,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 import orjson
@@ -229,6 +230,16 @@ _VALUE_ENCODERS = {
 }
 
 
+# A string as the same encoders write it, without their Python layer: JSONEncoder.encode hands a str
+# to these very functions (the values spliced are almost all strings, several per changed line).
+_STRING_ENCODERS = {
+    (False, False): orjson.dumps,
+    (False, True): lambda text: encode_basestring_ascii(text).encode(),
+    (True, False): lambda text: encode_basestring(text).encode("utf-8"),
+    (True, True): lambda text: encode_basestring_ascii(text).encode(),
+}
+
+
 _KEY_STARTS = b"{, "  # the byte before a key's opening quote: `{`, `,` or the space of `, `
 # A long string is looked for by its first characters and checked by its last ones where it ends (its
 # closing quote): the whole of it is neither encoded again nor searched for.
@@ -250,69 +261,103 @@ def _string_end(raw: bytes, start: int) -> int:
             return end + 1
 
 
-def _found_once(raw: bytes, head: bytes, value: bytes) -> int:
-    """Where `head` (a key and its separator) followed by `value`'s bytes is in `raw`, starting a key, if
-    there and nowhere else; else -1."""
+def _found_once(raw: bytes, head: bytes, value: bytes) -> tuple[int, int] | None:
+    """Where `value`'s bytes are in `raw` (start, end) as the value of the key `head` (the key and its
+    separator), if written there once, where a key starts, and nowhere else; else None."""
     needle = head + value
     at = raw.find(needle)
     if at < 1 or raw[at - 1] not in _KEY_STARTS or raw.find(needle, at + 1) != -1:
-        return -1
-    return at
+        return None
+    return at + len(head), at + len(needle)
 
 
-def _span(raw: bytes, key: str, old: object, encode, separator: bytes) -> tuple[int, int] | None:
-    """Where the value `old` of `key` is in `raw` (start, end), as the line's style writes it."""
-    head = orjson.dumps(key) + separator
+def _span(
+    raw: bytes, head: bytes, old: object, encode, text_encode, separator: bytes
+) -> tuple[int, int] | None:
+    """Where the value `old` of the key written `head` is in `raw` (start, end), as the line's style
+    writes it."""
     if type(old) is dict and len(old) == 1:  # {"output": text}, a tool's answer
         ((inner, text),) = old.items()
         opening, closing = b"{" + orjson.dumps(inner) + separator, b"}"
     else:
         text, opening, closing = old, b"", b""
     if type(text) is not str or len(text) <= 2 * _AFFIX:
-        value = encode(old)
-        at = _found_once(raw, head, value)
-        return None if at < 0 else (at + len(head), at + len(head) + len(value))
-    first, last = opening + encode(text[:_AFFIX])[:-1], encode(text[-_AFFIX:])[1:]
-    at = _found_once(raw, head, first)
-    if at < 0:
+        return _found_once(raw, head, _value_bytes(old, encode, text_encode, separator))
+    needle = head + opening + text_encode(text[:_AFFIX])[:-1]
+    at = raw.find(needle)
+    if at < 1 or raw[at - 1] not in _KEY_STARTS:
         return None
     start = at + len(head) + len(opening)  # the string's opening quote
     end = _string_end(raw, start)
+    last = text_encode(text[-_AFFIX:])[1:]
     # The string's bytes: its first and last characters as written, and at least a byte a character.
     if end < 0 or raw[end - len(last) : end] != last or end - start < len(text) + 2:
         return None
     if not raw.startswith(closing, end):
         return None
+    # Looked for again only after this value: no key starts inside it (a quote in a string is escaped,
+    # and the keys and their separators around it hold none but their own).
+    if raw.find(needle, end + len(closing)) != -1:  # another value begins alike: the whole tells them apart
+        return _found_once(raw, head, opening + text_encode(text) + closing)
     return at + len(head), end + len(closing)
 
 
-def splice(raw: bytes, edits: list[tuple[str, object, object]]) -> bytes | None:
-    """`raw` with the value of each (key, old, new) of `edits` replaced by `new`, the rest of the line's
-    bytes kept as they are; None where that cannot be done with certainty, so that the caller
-    re-serializes the record (dumps_like). Each `"key": old` must be found written as the line's style
-    writes it (separators, escapes) once, where a key starts, and no two may overlap: a JSON string holds
-    a quote only escaped, so the bytes found are that key and its whole value."""
+def _value_bytes(value: object, encode, text_encode, separator: bytes) -> bytes:
+    """`value` as the line's style writes it: a string, or a one-string object (a tool's answer), without
+    the stdlib encoder's Python layer; anything else through it."""
+    if type(value) is str:
+        return text_encode(value)
+    if type(value) is dict and len(value) == 1:
+        ((key, text),) = value.items()
+        if type(key) is str and type(text) is str:
+            return b"{" + text_encode(key) + separator + text_encode(text) + b"}"
+    return encode(value)
+
+
+Span = tuple[int, int, bytes]  # bytes [start, end) of a line and what replaces them
+
+
+def splice_spans(raw: bytes, edits: list[tuple[str, object, object]]) -> list[Span] | None:
+    """Where in `raw` the value of each (key, old, new) of `edits` is, and its replacement: `new` as the
+    line's style writes it; in order, none overlapping. None where that cannot be done with certainty,
+    so that the caller re-serializes the record (dumps_like). Each `"key": old` must be found written as
+    the line's style writes it (separators, escapes) once, where a key starts, and no two may overlap: a
+    JSON string holds a quote only escaped, so the bytes found are that key and its whole value."""
     if raw.startswith(BOM) or not edits:
         return None
-    spaced = is_spaced(raw)
-    encode = _VALUE_ENCODERS[spaced, raw.isascii()]
-    separator = b": " if spaced else b":"
+    style = is_spaced(raw), raw.isascii()
+    encode, text_encode = _VALUE_ENCODERS[style], _STRING_ENCODERS[style]
+    separator = b": " if style[0] else b":"
     spans = []
     try:
         for key, old, new in edits:
-            span = _span(raw, key, old, encode, separator)
+            span = _span(raw, orjson.dumps(key) + separator, old, encode, text_encode, separator)
             if span is None:
                 return None
-            spans.append((*span, encode(new)))
+            spans.append((*span, _value_bytes(new, encode, text_encode, separator)))
     except (TypeError, ValueError):  # a value orjson cannot write (an int beyond 64 bits): not here
         return None
     spans.sort()
+    position = 0
+    for start, end, _ in spans:
+        if start < position:
+            return None
+        position = end
+    return spans
+
+
+def apply_spans(raw: bytes, spans: list[Span]) -> bytes:
+    """`raw` with each span's bytes replaced (splice_spans), the rest of its bytes kept as they are."""
     pieces = []
     position = 0
     for start, end, value in spans:
-        if start < position:
-            return None
         pieces += (raw[position:start], value)
         position = end
     pieces.append(raw[position:])
     return b"".join(pieces)
+
+
+def splice(raw: bytes, edits: list[tuple[str, object, object]]) -> bytes | None:
+    """`raw` with the value of each (key, old, new) of `edits` replaced by `new` (splice_spans), or None."""
+    spans = splice_spans(raw, edits)
+    return None if spans is None else apply_spans(raw, spans)

@@ -342,8 +342,13 @@ class UpsertOrder:
         return self._header + [versions[-1] for versions in self._slots.values()]
 
     def in_file_order(self) -> bool:
+        # Every line in order() and in file order: one per line, each after the one before. Counted
+        # first: a session's patches (lines of no message) already say no.
+        versions = sum(map(len, self._slots.values())) if self._all_versions else len(self._slots)
+        if len(self._header) + versions != len(self._lines):
+            return False
         lines = [line for line, _ in self.order()]
-        return lines == sorted(lines) and len(lines) == len(self._lines)
+        return all(map(int.__lt__, lines, lines[1:]))
 
 
 class GeminiCliDialect(Dialect):

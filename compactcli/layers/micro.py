@@ -202,6 +202,21 @@ class Facts:
     def __len__(self) -> int:
         return len(self.lines)
 
+    def reordered(self, position: dict[int, int]) -> Facts:
+        """The results on the lines `position` gives a place, in the order of those places (a line's
+        results as they were): column by column, no ResultFact made."""
+        places = list(map(position.get, self.lines))
+        kept = sorted((at for at, place in enumerate(places) if place is not None), key=places.__getitem__)
+        moved = Facts()
+        moved.lines = array(self.lines.typecode, map(self.lines.__getitem__, kept))
+        moved.slots = array(self.slots.typecode, map(self.slots.__getitem__, kept))
+        moved.ids = list(map(self.ids.__getitem__, kept))
+        moved.chars = array(self.chars.typecode, map(self.chars.__getitem__, kept))
+        moved.flags = bytearray(map(self.flags.__getitem__, kept))
+        if self.texts:
+            moved.texts = {new: self.texts[old] for new, old in enumerate(kept) if old in self.texts}
+        return moved
+
     def __getitem__(self, at: int) -> ResultFact:
         flags = self.flags[at]
         text = self.texts.get(at) if self.texts else None
@@ -538,8 +553,7 @@ class MicroIndex:
         abandoned branch) are no part of a conversation and are never cleared."""
         position = {line: index for index, line in enumerate(lines)}
         for key, facts in self.results.items():
-            kept = [fact for fact in facts if fact.line in position]
-            self.results[key] = Facts(sorted(kept, key=lambda fact: position[fact.line]))
+            self.results[key] = facts.reordered(position)
 
     def tool_name(self, tool_use_id: str | None) -> str:
         return self.tool_names.get(self.key(tool_use_id or ""), "unknown")

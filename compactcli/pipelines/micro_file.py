@@ -2,9 +2,11 @@
 
 Which results are old enough to clear is known only at the end of the first pass. So that the second pass
 need not parse lines again, the first pass already serializes every line that has a clearable result as it
-would be if cleared, into a small spool file (cleared lines are short); the second pass copies either the
-original line or the spooled one. The rare line whose final plan differs (a result among the last --keep, a
-tool name found only later in the file) is parsed again.
+would be if cleared, into a small spool file (cleared lines are short); where the values cleared are spliced
+into the line's bytes, only where they are and what replaces them is spooled (a long line written to the
+spool would cost more than finding them). The second pass copies the original bytes and either the spooled
+line or the spooled values. The rare line whose final plan differs (a result among the last --keep, a tool
+name found only later in the file) is parsed again.
 """
 
 from __future__ import annotations
@@ -80,21 +82,23 @@ class Spooled(Spans):
     """Where each spooled line is in the spool (offset, length) and the changes it was written with: one
     shared list per kind of change (layers/micro.single_change), not a tuple per line."""
 
-    __slots__ = ("changes",)
+    __slots__ = ("changes", "patches")
 
     def __init__(self) -> None:
         super().__init__()
         self.changes: list = []
+        self.patches = bytearray()  # 1 where the spool holds the line's spans (_patch), not the line
 
-    def put(self, line: int, offset: int, length: int, changes: list) -> None:
+    def put(self, line: int, offset: int, length: int, changes: list, patch: bool = False) -> None:
         self.add(line, offset, length)
         self.changes.append(changes)
+        self.patches.append(patch)
 
-    def get(self, line: int) -> tuple[int, int, list] | None:
+    def get(self, line: int) -> tuple[int, int, list, bool] | None:
         at = bisect_left(self.lines, line)
         if at == len(self.lines) or self.lines[at] != line:
             return None
-        return self.offsets[at], self.lengths[at], self.changes[at]
+        return self.offsets[at], self.lengths[at], self.changes[at], bool(self.patches[at])
 
 
 @dataclass
@@ -124,28 +128,40 @@ class MicroEdit:
         if self.spool is not None:
             self.spool.close()
 
-    def _new_line(self, source: BinaryIO, number: int) -> tuple[int, int, bytes]:
-        """(offset, length) of a changed line in `source`, and what replaces it."""
+    def _replacements(self, source: BinaryIO, number: int) -> tuple[int, int, list[jsonio.Span]]:
+        """(offset, length) of a changed line in `source`, and the bytes of the file that change: the
+        whole line, or only the values spliced into it."""
         offset, length = self.spans[number]
         todo = self.clears[number]
         spooled = self.spooled.get(number)
         if spooled is not None and spooled[2] == todo and self.spool is not None:
             self.spool.seek(spooled[0])
-            return offset, length, self.spool.read(spooled[1])
+            data = self.spool.read(spooled[1])
+            if spooled[3]:
+                return offset, length, _unpatch(data, offset)
+            return offset, length, [(offset, offset + length, data)]
         source.seek(offset)
         line = parse_line(source.read(length), self.path, number, self.on_invalid)
         if line.record is None:
-            return offset, length, line.raw
-        return offset, length, changed_line(self.dialect, line, todo)
+            return offset, length, []
+        return offset, length, [(offset, offset + length, changed_line(self.dialect, line, todo))]
+
+    def _new_line(self, source: BinaryIO, number: int) -> tuple[int, int, bytes]:
+        """(offset, length) of a changed line in `source`, and what replaces it."""
+        offset, length, spans = self._replacements(source, number)
+        source.seek(offset)
+        raw = source.read(length)
+        return offset, length, jsonio.apply_spans(raw, [(s - offset, e - offset, new) for s, e, new in spans])
 
     def write(self, source: BinaryIO, out: BinaryIO) -> None:
-        # Unchanged stretches are copied in large chunks rather than line by line.
+        # Unchanged stretches, the unchanged bytes of a spliced line among them, are copied in large
+        # chunks rather than line by line.
         position = 0
         for number in sorted(self.clears):
-            offset, length, new = self._new_line(source, number)
-            copy_range(source, out, position, offset)
-            out.write(new)
-            position = offset + length
+            for start, end, new in self._replacements(source, number)[2]:
+                copy_range(source, out, position, start)
+                out.write(new)
+                position = end
         copy_range(source, out, position, None)
 
     def describe(self, source: BinaryIO) -> Iterator[str]:
@@ -176,28 +192,56 @@ class MicroEdit:
                 yield "+" + diff_line(new)
 
 
+def line_spans(dialect: Dialect, line: Line, changes: list) -> list[jsonio.Span] | None:
+    """The changes made as values replaced in the line's bytes (jsonio.splice_spans), where the dialect
+    says which values the placeholders replace (Dialect.result_edits); None where the record must be
+    changed and re-serialized instead. Only where the line is spaced: the stdlib writes those, slower
+    than the values are found, where orjson writes a compact record anew in about the time it takes to
+    find them."""
+    if line.slow or not jsonio.is_spaced(line.raw):
+        return None
+    edits: list = []
+    for slot, value in changes:
+        found = dialect.result_edits(line.record, slot, value) if slot >= -1 and type(value) is str else None
+        if found is None:
+            return None
+        edits += found
+    return jsonio.splice_spans(line.raw, edits) if edits else None
+
+
 def changed_line(dialect: Dialect, line: Line, changes: list) -> bytes:
     """The line with the changes made (b"" where it is dropped): the placeholders spliced into its bytes
-    where the dialect says which values they replace (Dialect.result_edits, jsonio.splice), else its
-    record changed and re-serialized like the line (docs/design.md, "Lossless"). Spliced only where the
-    line is spaced: the stdlib writes those, slower than the values are found, where orjson writes a
-    compact record anew in about the time it takes to find them."""
-    if not line.slow and jsonio.is_spaced(line.raw):
-        edits: list | None = []
-        for slot, value in changes:
-            found = (
-                dialect.result_edits(line.record, slot, value) if slot >= -1 and type(value) is str else None
-            )
-            if found is None:
-                edits = None
-                break
-            edits += found
-        spliced = jsonio.splice(line.raw, edits) if edits else None
-        if spliced is not None:
-            return spliced
+    (line_spans), else its record changed and re-serialized like the line (docs/design.md, "Lossless")."""
+    spans = line_spans(dialect, line, changes)
+    return rewritten(dialect, line, changes) if spans is None else jsonio.apply_spans(line.raw, spans)
+
+
+def rewritten(dialect: Dialect, line: Line, changes: list) -> bytes:
+    """The line's record with the changes made, serialized like the line; b"" where it is dropped."""
     if not apply(dialect, line.record, changes):
         return b""
     return dump_line(line)
+
+
+def _patch(spans: list[jsonio.Span]) -> bytes:
+    """Spans as the spool keeps them: their count, (start, end, length) each, then the new bytes."""
+    numbers = array("q", [len(spans)])
+    for start, end, value in spans:
+        numbers.extend((start, end, len(value)))
+    return numbers.tobytes() + b"".join(value for _, _, value in spans)
+
+
+def _unpatch(patch: bytes, offset: int) -> list[jsonio.Span]:
+    """The spans of a spooled patch (_patch) of the line at `offset`, as spans of the file."""
+    count = array("q", patch[:8])[0]
+    position = 8 * (1 + 3 * count)
+    numbers = array("q", patch[8:position])
+    spans = []
+    for index in range(0, len(numbers), 3):
+        start, end, length = numbers[index : index + 3]
+        spans.append((offset + start, offset + end, patch[position : position + length]))
+        position += length
+    return spans
 
 
 _STRATEGY_CHANGES = {
@@ -333,10 +377,14 @@ def _read(
                     if placeholder is not None:
                         candidates.append((fact.slot, placeholder))
             if candidates:  # the record is not needed any more: changed in place if need be
-                data = changed_line(dialect, Line(number, raw, record, slow), candidates)
+                line = Line(number, raw, record, slow)
+                # A line changed only in values: its spans spooled, not the line, which the second
+                # pass has in the source (a long line is written to the spool and read back otherwise).
+                spans = line_spans(dialect, line, candidates)
+                data = rewritten(dialect, line, candidates) if spans is None else _patch(spans)
                 if len(candidates) == 1:  # the common case: one list for all alike
                     candidates = single_change(*candidates[0])
-                edit.spooled.put(number, spooled, len(data), candidates)
+                edit.spooled.put(number, spooled, len(data), candidates, spans is not None)
                 spool.write(data)
                 spooled += len(data)
     except BaseException:
