@@ -114,3 +114,21 @@ def test_the_float_check_tells_a_float_from_a_timestamp_and_from_digits_in_text(
     assert jsonio.holds_float(b'{"a":-1e-07}')
     assert jsonio.holds_float(b'{"a":1.5e+300,"b":1}')
     assert not jsonio.holds_float(b'{"t":"2026-01-21T06:21:47.327Z","n":12}')
+
+
+ODD_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()  # beyond 64 bits too: orjson cannot write those
+    | st.floats()  # NaN and infinities too: orjson writes them as null
+    | st.text(),  # control characters, DEL, lone surrogates
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=5), children, max_size=5)
+    ),
+    max_leaves=20,
+)
+
+
+@given(value=ODD_VALUES | JSON_VALUES)
+def test_compact_text_is_the_stdlibs_text_of_any_value(value: object) -> None:
+    assert jsonio.compact_text(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))

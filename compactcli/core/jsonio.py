@@ -207,6 +207,19 @@ def plain(value: Any) -> Any:
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
+def compact_text(value: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"))`, written by orjson where it gives the
+    same text: not where it holds a float (orjson and repr may write one differently) or a null (orjson
+    writes NaN and infinities so), nor what orjson cannot write (an int beyond 64 bits, a lone surrogate)."""
+    try:
+        raw = orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError is one
+        raw = b"null"
+    if b"null" in raw or holds_float(raw):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return raw.decode()
+
+
 def json_strings(value: object) -> Iterator[str]:
     """The text in a parsed JSON value: its strings, in order."""
     if isinstance(value, str):

@@ -23,6 +23,7 @@ import json
 from collections import defaultdict, deque
 from collections.abc import Iterable
 
+from compactcli.core import jsonio
 from compactcli.dialects.base import Image, base64_size
 
 USER, MODEL = "user", "model"
@@ -115,7 +116,7 @@ def response_content(response: dict) -> object:
     elif body is None:
         text = ""
     else:
-        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        text = jsonio.compact_text(body)
     inner = response.get("parts")
     if isinstance(inner, list) and inner:
         return [{"type": "text", "text": text}, *blocks(inner)]
