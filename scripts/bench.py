@@ -5,7 +5,8 @@ CPU time and peak RSS come from os.wait4 on that one child (its rusage: user + s
 figure as resource.getrusage(RUSAGE_CHILDREN) for it alone). Commands are run round-robin, --repeat
 times, and medians are reported. Each ratio is given twice, on wall time and on CPU time, against floors
 measured in the same run; the verdicts go by CPU time, which a machine shared with other work disturbs
-far less than wall time (waiting for a core is not counted).
+far less than wall time (waiting for a core is not counted), and a ratio's verdict by the median of the
+rounds' ratios (each round runs every command once, so the two of a ratio share the pace of the moment).
 
     (a) compactcli micro: in place (archived), -o FILE, and -o - into a file
     (b) orjson loop: orjson.loads + orjson.dumps of every line, written out
@@ -715,7 +716,7 @@ def targets(rows: list[dict], style: str = "compact") -> list[dict]:
     for r in rows:
         if r["command"].startswith("estimate"):
             label = f"time <= {TARGET_ESTIMATE_VS_PARSE:g}x parse-only loop"
-            wall, cpu = r["seconds"] / parse["seconds"], r["cpu_seconds"] / parse["cpu_seconds"]
+            wall, cpu = _paired(r["runs"], parse["runs"]), _paired(r["cpu_runs"], parse["cpu_runs"])
             verdicts.append(_verdict(r["command"], label, wall, cpu, cpu <= TARGET_ESTIMATE_VS_PARSE))
         if not r["micro"]:
             continue
@@ -730,8 +731,8 @@ def targets(rows: list[dict], style: str = "compact") -> list[dict]:
         else:
             limit = TARGET_VS_ORJSON_SPACED if style == "spaced" else TARGET_VS_ORJSON
             label = f"time <= {limit:g}x orjson loop"
-            ok = r["cpu_vs_orjson"] <= limit
-            verdicts.append(_verdict(r["command"], label, r["vs_orjson"], r["cpu_vs_orjson"], ok))
+            wall, cpu = _paired(r["runs"], orjson["runs"]), _paired(r["cpu_runs"], orjson["cpu_runs"])
+            verdicts.append(_verdict(r["command"], label, wall, cpu, cpu <= limit))
         speedup = r["stdlib_speedup"]
         label = f">= {TARGET_VS_STDLIB:g}x faster than stdlib"
         verdicts.append(_verdict(r["command"], label, speedup, None, speedup >= TARGET_VS_STDLIB))
@@ -739,17 +740,21 @@ def targets(rows: list[dict], style: str = "compact") -> list[dict]:
         verdicts.append(_verdict(r["command"], label, r["rss_mb"], None, r["rss_mb"] <= TARGET_RSS_MB))
     off = by_name.get("micro -o FILE, chain off")
     if off is not None:
-        # Paired: the two run back to back in each round; the median of the rounds' ratios is steadier on
-        # a machine whose speed wanders than a ratio of two medians.
         on = by_name["micro -o FILE"]
-        wall = statistics.median(a / b for a, b in zip(on["runs"], off["runs"], strict=True)) - 1
-        cpu = statistics.median(a / b for a, b in zip(on["cpu_runs"], off["cpu_runs"], strict=True)) - 1
+        wall, cpu = _paired(on["runs"], off["runs"]) - 1, _paired(on["cpu_runs"], off["cpu_runs"]) - 1
         label = f"chain view costs <= {TARGET_CHAIN_COST:.0%}"
         verdicts.append(_verdict("micro -o FILE, chain on/off", label, wall, cpu, cpu <= TARGET_CHAIN_COST))
-    print("\ntargets (verdict on CPU time where there is one; wall shown beside it)")
+    print("\ntargets (ratios paired by round; verdict on CPU time where there is one, wall beside it)")
     for v in verdicts:
         print(f"  {_line(v)}")
     return verdicts
+
+
+def _paired(runs: list[float], base: list[float]) -> float:
+    """The median over rounds of run / base. Every command runs once a round, so the two of a round
+    share the machine's pace of the moment: on a machine whose speed wanders this is steadier than a
+    ratio of two medians (the tables show those)."""
+    return statistics.median(a / b for a, b in zip(runs, base, strict=True))
 
 
 def _paired_above(runs: list[float], base: list[float], unit: list[float]) -> float:
@@ -971,7 +976,7 @@ def all_targets(results: dict) -> list[dict]:
         cpu = row["cpu"] / floor["cpu"]
         label = f"<= {TARGET_HELP_VS_IMPORT:g}x import click, json (slowest; CPU)"
         verdicts.append(_verdict(row["command"], label, cpu, None, cpu <= TARGET_HELP_VS_IMPORT, "start-up"))
-    print("\nevery target (medians; ratios against floors measured in this run; verdict on CPU where given)")
+    print("\nevery target (against floors measured in this run, paired by round; verdict on CPU where given)")
     for v in verdicts:
         print(f"  {v['dialect']:18s} {_line(v)}")
     if cron:
