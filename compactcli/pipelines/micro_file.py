@@ -257,12 +257,16 @@ _STRATEGY_CHANGES = {
 
 
 def _copy_candidates(dialect: Dialect, index: MicroIndex, options: MicroOptions, record: dict) -> list:
-    """What a UI copy record becomes if the result it repeats is cleared (decided only at the end)."""
+    """What a UI copy record becomes if the result it repeats is cleared (decided only at the end); a
+    copy that names no result (matched to one by its text, later) by the tool it names."""
     found = []
     for use_id in dialect.result_copies(record):
         name = index.name_for_id(use_id)
         if name is not None and name not in options.preserve:
             found.append((COPY_SLOT, options.render(name)))
+    unnamed = dialect.unnamed_result_copy(record)
+    if unnamed is not None and unnamed[0] not in options.preserve:
+        found.append((COPY_SLOT, options.render(unnamed[0])))
     return found
 
 
