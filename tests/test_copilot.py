@@ -8,11 +8,13 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from helpers.cli import run_cli
 from helpers.files import write_jsonl
 from helpers.invariants import assert_only_results_cleared, is_default_placeholder
 
 from compactcli import dialects
+from compactcli.layers import micro
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "copilot" / "events.jsonl"
 COPILOT = dialects.get("copilot")
@@ -188,6 +190,27 @@ def test_micro_clears_a_post_tool_use_hooks_copy_with_the_result_it_copies(tmp_p
     assert run_cli("validate", path).returncode == 0
     again = run_cli("micro", "--keep", "1", path, text=True)
     assert again.returncode == 0 and path.read_bytes().splitlines(keepends=True) == after
+
+
+@pytest.mark.parametrize("budget", [0, 520, 1 << 22])  # digests; c1 and c2 texts, c3 and c5 digests; texts
+def test_hook_copies_wait_as_their_text_or_as_a_digest_and_match_alike(budget, monkeypatch):
+    """A waiting copy is kept as its text while few characters wait, else as a digest of it: the same
+    copies go to the same results either way, and what waited is given back once matched."""
+    monkeypatch.setattr(micro, "_WAITING_TEXT_CHARS", budget)
+    same = "a" * 500
+    calls = [
+        _call("c1", "bash", same),
+        _call("c2", "bash", "b" * 500, hook_text="what the hook saw differs"),
+        _call("c3", "bash", "c" * 500),
+        _call("c5", "bash", same),
+    ]
+    records = [event("session.start"), *(e for c in calls for e in c)]
+    index = micro.MicroIndex(dialects.get("copilot"))
+    for number, record in enumerate(records, 1):
+        index.add(number, record)
+    assert index.copies == {"c1": [3], "c3": [11], "c5": [15]}
+    # c2's copy of other text still waits (a near copy of c2, not one matched by its text).
+    assert index._waiting_chars == (len("what the hook saw differs") if budget else 0)
 
 
 def _put_back_hook_copies(path: Path, outputs: dict[str, str]) -> None:

@@ -274,10 +274,20 @@ def content_chars(content: object) -> int:
 _UNNAMED_WAITING = 16
 
 
-def _digest(content: object) -> bytes:
-    """A short fingerprint of a tool output: a copy is matched to its result without keeping either."""
-    data = content if isinstance(content, str) else json.dumps(content, sort_keys=True, ensure_ascii=False)
-    return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+# Characters of the waiting copies' texts kept as they are, at most: compared with a result's text as
+# they are (hashing every copy and every result of their tool cost 12% of micro on a Copilot session);
+# beyond, a copy waits as a digest, so memory stays flat whatever the session holds.
+_WAITING_TEXT_CHARS = 1 << 22
+
+
+def _output_text(content: object) -> str:
+    """A tool output as the text a copy is compared with."""
+    return content if isinstance(content, str) else json.dumps(content, sort_keys=True, ensure_ascii=False)
+
+
+def _digest(text: str) -> bytes:
+    """A short fingerprint of an output's text: a copy is matched to its result without keeping either."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 _CLAUDE_ID_HEAD = "toolu_01"
@@ -360,8 +370,10 @@ class MicroIndex:
     copies: dict[str, list[int]] = field(default_factory=dict)
     copy_count: int = 0
     # Copies that name no call (Dialect.unnamed_result_copy), until the result they repeat is seen:
-    # tool name -> (digest of the output, line), oldest first; a few per tool, so memory stays flat.
-    _unnamed: dict[str, deque[tuple[bytes, int]]] = field(default_factory=dict, init=False, repr=False)
+    # tool name -> (the output's text, or its digest, line), oldest first; a few per tool, so memory
+    # stays flat (_WAITING_TEXT_CHARS).
+    _unnamed: dict[str, deque[tuple[str | bytes, int]]] = field(default_factory=dict, init=False, repr=False)
+    _waiting_chars: int = field(default=0, init=False, repr=False)  # of the texts _unnamed holds
     # Such a copy that holds another text than the result right after it (no other result between), by
     # that result's tool use id: (line, characters of the copy's text). The rare copy an earlier version
     # left beside a result it cleared, or a copy of other text; cleared with its result where it holds
@@ -419,7 +431,9 @@ class MicroIndex:
                 waiting = self._unnamed.get(unnamed[0])
                 if waiting is None:
                     waiting = self._unnamed[unnamed[0]] = deque(maxlen=_UNNAMED_WAITING)
-                waiting.append((_digest(unnamed[1]), line))
+                if len(waiting) == _UNNAMED_WAITING:  # the oldest is given up
+                    self._forget(waiting.popleft()[0])
+                waiting.append((self._waiting_form(_output_text(unnamed[1])), line))
                 self.copy_count += 1  # its line is one micro may change
                 text = unnamed[1]
                 size = len(text) if isinstance(text, str) else content_chars(text)
@@ -531,10 +545,14 @@ class MicroIndex:
         waiting = self._unnamed.get(name)
         if not waiting or tool_use_id is None:
             return
-        digest = _digest(content)
+        text = _output_text(content)
+        digest = None
         for position, (copied, line) in enumerate(waiting):
-            if copied == digest:
+            if type(copied) is bytes and digest is None:
+                digest = _digest(text)
+            if copied == (text if type(copied) is str else digest):
                 del waiting[position]
+                self._forget(copied)
                 self.copies.setdefault(tool_use_id, []).append(line)
                 return
         near = self._last_copy
@@ -546,6 +564,17 @@ class MicroIndex:
                 self.near_copies[tool_use_id] = (line, near[2])
                 self._last_copy = None
                 return
+
+    def _waiting_form(self, text: str) -> str | bytes:
+        """How a copy waits: its text while the texts waiting are few, else its digest."""
+        if self._waiting_chars + len(text) > _WAITING_TEXT_CHARS:
+            return _digest(text)
+        self._waiting_chars += len(text)
+        return text
+
+    def _forget(self, copied: str | bytes) -> None:
+        if type(copied) is str:
+            self._waiting_chars -= len(copied)
 
     def follow(self, lines: list[int]) -> None:
         """Put each conversation's results in the order of `lines` (the dialect's conversation order,
