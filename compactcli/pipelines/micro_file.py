@@ -149,10 +149,7 @@ class MicroEdit:
     def _new_line(self, source: BinaryIO, number: int) -> tuple[int, int, bytes]:
         """(offset, length) of a changed line in `source`, and what replaces it."""
         offset, length, spans = self._replacements(source, number)
-        if len(spans) == 1 and spans[0][:2] == (
-            offset,
-            offset + length,
-        ):  # the whole line: no need to read it
+        if len(spans) == 1 and spans[0][:2] == (offset, offset + length):  # the whole line: not read
             return offset, length, spans[0][2]
         source.seek(offset)
         raw = source.read(length)
